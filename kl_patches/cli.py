@@ -1,0 +1,42 @@
+"""The ``kl-patches`` command: a thin dispatcher; every command is a Python function too.
+
+Each entry of :data:`COMMANDS` maps a subcommand to ``"module:function"``; the function takes
+the remaining argv and returns an exit code. Modules are imported only when their command runs,
+so a command for one library never imports another.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, str] = {
+    "bias": "kl_patches.bias:main",
+    "demo": "kl_patches.demo:main",
+    "verdict": "kl_patches.verdict_cli:main",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``kl-patches <command> ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print("usage: kl-patches <command> [options]\n\ncommands:")
+        for name, target in COMMANDS.items():
+            doc = (importlib.import_module(target.split(":")[0]).__doc__ or "").strip()
+            print(f"  {name:12} {doc.splitlines()[0] if doc else ''}")
+        return 0
+    name = args[0]
+    if name not in COMMANDS:
+        print(
+            f"kl-patches: unknown command {name!r}; valid commands: {sorted(COMMANDS)}",
+            file=sys.stderr,
+        )
+        return 2
+    module, func = COMMANDS[name].split(":")
+    result: int = getattr(importlib.import_module(module), func)(args[1:])
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,253 @@
+"""Estimator and placement maths: every KL number an adapter puts into a reward or a loss.
+
+Pure torch. Inputs are per-token log-probabilities of the sampled tokens, shaped ``[B, T]``,
+with a ``mask`` (bool or 0/1) of valid tokens; padding never contributes, whatever value the
+log-probabilities hold there. Any float dtype and any device work; results keep the input dtype.
+
+With delta_t = log pi(y_t|s_t) - log pi_ref(y_t|s_t) and r_t = exp(-delta_t):
+  k1 = delta,  k2 = delta^2 / 2,  k3 = r - 1 - log r = exp(-delta) - 1 + delta.
+
+Two placements:
+  * reward side (:func:`reward_penalty`): a detached penalty, times ``coef``, to subtract from the
+    reward; it reaches the gradient only through the policy-gradient score function;
+  * loss side (:func:`loss_term`): a differentiable scalar, times the loss coefficient, to add to
+    the loss; it reaches the gradient path-wise.
+:mod:`kl_patches.theory` says which gradient each combination follows in expectation.
+
+Deviations from the libraries, on purpose: no clamps unless the config asks for them (verl clamps
+k3, OpenRLHF clamps every estimator); the paper's default loss aggregation is a per-sequence sum,
+not a token mean.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kl_patches.config import KLConfig
+
+__all__ = [
+    "aggregate",
+    "estimate",
+    "full_kl",
+    "kl_terms",
+    "log_ratio",
+    "loss_per_token",
+    "loss_term",
+    "reward_penalty",
+    "sequence_kl",
+]
+
+
+def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
+    return mask if mask.dtype == torch.bool else mask != 0
+
+
+def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> None:
+    if logp.dim() != 2:
+        raise ValueError(f"log-probabilities must be [B, T]; got shape {tuple(logp.shape)}")
+    if ref_logp.shape != logp.shape or mask.shape != logp.shape:
+        raise ValueError(
+            "logp, ref_logp and mask must share one [B, T] shape; got "
+            f"{tuple(logp.shape)}, {tuple(ref_logp.shape)}, {tuple(mask.shape)}"
+        )
+
+
+def estimate(delta: torch.Tensor, estimator: str) -> torch.Tensor:
+    """Elementwise estimator value from the log-ratio ``delta`` (log pi - log pi_ref)."""
+    if estimator == "k1":
+        return delta
+    if estimator == "k2":
+        return 0.5 * delta * delta
+    if estimator == "k3":
+        return torch.expm1(-delta) + delta
+    raise ValueError(f"estimator={estimator!r} is not valid; choose one of ['k1', 'k2', 'k3']")
+
+
+def _clamp(x: torch.Tensor, c: float | None) -> torch.Tensor:
+    return x if c is None else x.clamp(-c, c)
+
+
+def log_ratio(logp: torch.Tensor, ref_logp: torch.Tensor, config: KLConfig) -> torch.Tensor:
+    """delta = logp - ref_logp, clamped to ``config.log_ratio_clamp`` when set."""
+    return _clamp(logp - ref_logp, config.log_ratio_clamp)
+
+
+def kl_terms(
+    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, config: KLConfig
+) -> torch.Tensor:
+    """Per-token estimator values ``[B, T]``, differentiable through ``logp``; 0 on padding.
+
+    The granularity is not used here: these are always the per-token values.
+    """
+    _check_shapes(logp, ref_logp, mask)
+    m = _bool_mask(mask)
+    delta = torch.where(m, log_ratio(logp, ref_logp, config), torch.zeros_like(logp))
+    values = _clamp(estimate(delta, config.estimator), config.kl_clamp)
+    return torch.where(m, values, torch.zeros_like(values))
+
+
+def sequence_kl(
+    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, config: KLConfig
+) -> torch.Tensor:
+    """Sequence-level estimate ``[B]`` under ``config.granularity``.
+
+    ``token``: sum over the sequence of the per-token values; ``sequence``: the estimator of the
+    summed log-ratio S = sum_t delta_t (``kl_clamp`` then bounds the sequence value).
+    """
+    if config.granularity == "token":
+        return kl_terms(logp, ref_logp, mask, config).sum(-1)
+    _check_shapes(logp, ref_logp, mask)
+    m = _bool_mask(mask)
+    delta = torch.where(m, log_ratio(logp, ref_logp, config), torch.zeros_like(logp))
+    return _clamp(estimate(delta.sum(-1), config.estimator), config.kl_clamp)
+
+
+def reward_penalty(
+    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, config: KLConfig
+) -> torch.Tensor:
+    """Detached penalty, already times ``coef``, to subtract from the reward.
+
+    Pass the log-probs of the policy that sampled the batch. Shape ``[B]`` for
+    ``reward_shape="sequence"``; ``[B, T]`` for ``"reward_to_go"`` (token t is charged the
+    estimator summed over tokens t..T; zero on padding). Zeros when there is no reward side.
+    """
+    _check_shapes(logp, ref_logp, mask)
+    logp, ref_logp = logp.detach(), ref_logp.detach()
+    if config.reward_shape == "reward_to_go":
+        if not config.has_reward:
+            return torch.zeros_like(logp)
+        terms = kl_terms(logp, ref_logp, mask, config)
+        to_go = terms.flip(-1).cumsum(-1).flip(-1)
+        m = _bool_mask(mask)
+        return config.coef * torch.where(m, to_go, torch.zeros_like(to_go))
+    if not config.has_reward:
+        return torch.zeros(logp.shape[0], dtype=logp.dtype, device=logp.device)
+    return config.coef * sequence_kl(logp, ref_logp, mask, config)
+
+
+def _last_token(mask: torch.Tensor) -> torch.Tensor:
+    """Bool ``[B, T]``: True at each row's last valid token."""
+    m = _bool_mask(mask)
+    count = m.long().cumsum(-1)
+    return m & (count == count[:, -1:])
+
+
+def loss_per_token(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    old_logp: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Differentiable loss-side values ``[B, T]``, before the coefficient and the aggregation.
+
+    Token granularity: the per-token estimator, times pi/pi_old when
+    ``importance_weighting="token"`` (``old_logp`` required). Sequence granularity: the
+    sequence estimate sits on each row's last valid token, zeros elsewhere, so every
+    aggregation treats it as one term per sequence.
+    """
+    if config.granularity == "sequence":
+        seq = sequence_kl(logp, ref_logp, mask, config)
+        last = _last_token(mask)
+        return torch.where(last, seq.unsqueeze(-1).expand_as(logp), torch.zeros_like(logp))
+    terms = kl_terms(logp, ref_logp, mask, config)
+    if config.importance_weighting == "token":
+        if old_logp is None:
+            raise ValueError(
+                "importance_weighting='token' needs old_logp (the sampling policy's log-probs)"
+            )
+        if old_logp.shape != logp.shape:
+            raise ValueError(
+                f"old_logp shape {tuple(old_logp.shape)} differs from logp {tuple(logp.shape)}"
+            )
+        m = _bool_mask(mask)
+        log_w = torch.where(m, logp - old_logp.detach(), torch.zeros_like(logp))
+        terms = torch.exp(log_w) * terms
+    return terms
+
+
+def aggregate(
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str,
+    normalizer: float | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Reduce ``[B, T]`` values to a scalar.
+
+    ``sum``: per-row sum, mean over rows. ``token_mean``: sum over valid tokens divided by their
+    number (or by ``normalizer``, for libraries that divide by a global token count).
+    ``seq_mean_token_mean``: mean over each row's valid tokens, then mean over rows.
+    """
+    m = _bool_mask(mask)
+    masked = torch.where(m, values, torch.zeros_like(values))
+    if mode == "sum":
+        return masked.sum() / values.shape[0]
+    if mode == "token_mean":
+        denom = m.sum().clamp(min=1) if normalizer is None else normalizer
+        return masked.sum() / denom
+    if mode == "seq_mean_token_mean":
+        per_row = masked.sum(-1) / m.sum(-1).clamp(min=1)
+        return per_row.mean()
+    raise ValueError(
+        f"loss_aggregation={mode!r} is not valid; choose one of "
+        "['sum', 'token_mean', 'seq_mean_token_mean']"
+    )
+
+
+def loss_term(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    old_logp: torch.Tensor | None = None,
+    normalizer: float | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Differentiable scalar, already times the loss coefficient, to add to the loss.
+
+    A zero that stays connected to ``logp`` when the config has no loss side.
+    """
+    _check_shapes(logp, ref_logp, mask)
+    if not config.has_loss:
+        m = _bool_mask(mask)
+        return torch.where(m, logp, torch.zeros_like(logp)).sum() * 0.0
+    values = loss_per_token(logp, ref_logp, mask, config, old_logp)
+    return config.loss_coef_value * aggregate(
+        values, mask, config.loss_aggregation, normalizer=normalizer
+    )
+
+
+def full_kl(
+    logits: torch.Tensor,
+    ref_logits: torch.Tensor,
+    mask: torch.Tensor,
+    chunk_size: int = 1024,
+) -> torch.Tensor:
+    """Exact per-token KL(pi(.|s_t) || pi_ref(.|s_t)) over the vocabulary, ``[B, T]``.
+
+    A low-variance monitor: its sum over a sequence is an unbiased estimate of the sequence KL.
+    Computed over ``chunk_size`` tokens at a time (in float32 for half-precision inputs), so the
+    extra memory is a few ``[chunk_size, V]`` buffers, never a second ``[B, T, V]`` tensor.
+    Differentiable when the inputs require grad. Returns float32 or wider; 0 on padding.
+    """
+    if logits.shape != ref_logits.shape or logits.dim() != 3:
+        raise ValueError(
+            "logits and ref_logits must share one [B, T, V] shape; got "
+            f"{tuple(logits.shape)} and {tuple(ref_logits.shape)}"
+        )
+    if mask.shape != logits.shape[:2]:
+        raise ValueError(
+            f"mask must be [B, T] = {tuple(logits.shape[:2])}, got {tuple(mask.shape)}"
+        )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    b, t, v = logits.shape
+    work_dtype = torch.promote_types(logits.dtype, torch.float32)
+    flat, ref_flat = logits.reshape(b * t, v), ref_logits.reshape(b * t, v)
+    m = _bool_mask(mask).reshape(b * t)
+    pieces = []
+    for start in range(0, b * t, chunk_size):
+        lp = torch.log_softmax(flat[start : start + chunk_size].to(work_dtype), dim=-1)
+        ref_lp = torch.log_softmax(ref_flat[start : start + chunk_size].to(work_dtype), dim=-1)
+        pieces.append((lp.exp() * (lp - ref_lp)).sum(-1))
+    out = torch.cat(pieces) if pieces else flat.new_zeros(0, dtype=work_dtype)
+    return torch.where(m, out, torch.zeros_like(out)).reshape(b, t)

@@ -1,0 +1,76 @@
+"""Test sessions: one virtual environment per library, since verl, OpenRLHF and TRL pin
+different transformers versions. ``nox`` runs them all; ``nox -s core`` runs one.
+
+Every session installs the CPU build of torch 2.13.0 first (an unpinned torch would pull a
+multi-GB CUDA build). Reuse environments locally with ``nox -R`` (or ``-r``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["lint", "core", "trl", "verl", "openrlhf"]
+nox.options.error_on_missing_interpreters = True
+
+TORCH = "torch==2.13.0"
+ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs, env=ENV)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format) on the tree, mypy on the package (strict on the core modules)."""
+    session.install(TORCH)
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "kl_patches")
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """The core: config, estimators, theory, exact oracle, CLI (torch only)."""
+    session.install(TORCH)
+    session.install("-e", ".[dev]")
+    _pytest(session, "tests", "--ignore=tests/adapters")
+
+
+@nox.session
+def trl(session: nox.Session) -> None:
+    """TRL adapter against real TRL on CPU."""
+    session.install(TORCH)
+    session.install("-e", ".[trl,dev]")
+    _pytest(session, *sorted(_tests("trl")))
+
+
+@nox.session
+def verl(session: nox.Session) -> None:
+    """verl adapter against real verl on CPU."""
+    session.install(TORCH)
+    session.install("-e", ".[verl,dev]")
+    _pytest(session, *sorted(_tests("verl")))
+
+
+@nox.session
+def openrlhf(session: nox.Session) -> None:
+    """OpenRLHF adapter against real OpenRLHF on CPU."""
+    session.install(TORCH)
+    session.install("-e", ".[openrlhf,dev]")
+    _pytest(session, *sorted(_tests("openrlhf")))
+
+
+def _tests(library: str) -> list[str]:
+    folder = os.path.join("tests", "adapters")
+    found = [
+        os.path.join(folder, f)
+        for f in os.listdir(folder)
+        if f.startswith(f"test_{library}") and f.endswith(".py")
+    ]
+    if not found:
+        raise RuntimeError(f"no tests found for {library} under {folder}")
+    return found

@@ -1,0 +1,130 @@
+"""KLConfig: validation, aliases, short names, conflicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from kl_patches.config import (
+    ESTIMATORS,
+    GRANULARITIES,
+    IMPORTANCE_WEIGHTINGS,
+    LOSS_AGGREGATIONS,
+    PLACEMENTS,
+    REWARD_SHAPES,
+    KLConfig,
+    all_configs,
+)
+
+
+def test_default_is_k1_in_reward() -> None:
+    c = KLConfig()
+    assert (c.estimator, c.placement, c.reward_shape, c.granularity) == (
+        "k1",
+        "reward",
+        "sequence",
+        "token",
+    )
+    assert c.has_reward and not c.has_loss
+
+
+@pytest.mark.parametrize(
+    ("alias", "canonical"), [("kl", "k1"), ("mse", "k2"), ("low_var_kl", "k3"), ("K3", "k3")]
+)
+def test_aliases_normalised(alias: str, canonical: str) -> None:
+    assert KLConfig(estimator=alias).estimator == canonical
+
+
+@pytest.mark.parametrize(
+    ("field", "bad", "choices"),
+    [
+        ("estimator", "k4", ESTIMATORS),
+        ("placement", "rewards", PLACEMENTS),
+        ("granularity", "tok", GRANULARITIES),
+        ("reward_shape", "rtg", REWARD_SHAPES),
+        ("loss_aggregation", "mean", LOSS_AGGREGATIONS),
+        ("importance_weighting", "seq", IMPORTANCE_WEIGHTINGS),
+    ],
+)
+def test_bad_choice_names_field_value_and_choices(field: str, bad: str, choices: tuple) -> None:
+    with pytest.raises(ValueError) as err:
+        KLConfig(**{field: bad})
+    text = str(err.value)
+    assert field in text and repr(bad) in text
+    for choice in choices:
+        assert choice in text
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "0.1", True])
+def test_bad_coef(bad: object) -> None:
+    with pytest.raises(ValueError, match="coef"):
+        KLConfig(coef=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("field", ["log_ratio_clamp", "kl_clamp"])
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "10"])
+def test_bad_clamps(field: str, bad: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        KLConfig(**{field: bad})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"placement": "reward", "importance_weighting": "token"}, "no loss side"),
+        ({"placement": "none", "importance_weighting": "token"}, "no loss side"),
+        (
+            {"placement": "loss", "importance_weighting": "token", "granularity": "sequence"},
+            "granularity='token'",
+        ),
+        (
+            {"placement": "reward", "granularity": "sequence", "reward_shape": "reward_to_go"},
+            "reward_shape",
+        ),
+        ({"placement": "loss", "loss_coef": 0.1}, "loss_coef"),
+    ],
+)
+def test_conflicts_raise(kwargs: dict, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        KLConfig(**kwargs)
+
+
+def test_parse_short_names() -> None:
+    assert KLConfig.parse("k1-in-reward") == KLConfig()
+    c = KLConfig.parse("k3-in-loss", coef=0.001)
+    assert (c.estimator, c.placement, c.coef) == ("k3", "loss", 0.001)
+    assert KLConfig.parse("low_var_kl-in-both").estimator == "k3"
+    assert KLConfig.parse("k2_in_loss").placement == "loss"
+    assert KLConfig.parse("none").placement == "none"
+    with pytest.raises(ValueError, match="short name"):
+        KLConfig.parse("k1-reward")
+    with pytest.raises(ValueError, match="estimator"):
+        KLConfig.parse("k9-in-loss")
+
+
+def test_str_and_dict_round_trip() -> None:
+    c = KLConfig.parse("k3-in-both", coef=0.1, loss_coef=0.2, loss_aggregation="token_mean")
+    text = str(c)
+    assert "k3-in-both" in text and "coef=0.1" in text and "loss_coef=0.2" in text
+    assert KLConfig.from_dict(c.to_dict()) == c
+    with pytest.raises(ValueError, match="unknown field"):
+        KLConfig.from_dict({"estimatr": "k1"})
+    assert str(KLConfig(placement="none")).startswith("KL off")
+
+
+def test_coerce() -> None:
+    assert KLConfig.coerce("k3-in-loss").placement == "loss"
+    assert KLConfig.coerce({"estimator": "k2"}).estimator == "k2"
+    assert KLConfig.coerce(None) == KLConfig()
+    with pytest.raises(ValueError):
+        KLConfig.coerce(3)  # type: ignore[arg-type]
+
+
+def test_zero_coef_has_no_side() -> None:
+    c = KLConfig(placement="both", coef=0.0)
+    assert not c.has_reward and not c.has_loss
+
+
+def test_grid_is_large_and_valid() -> None:
+    grid = all_configs()
+    assert len(grid) > 150
+    assert len(set(grid)) == len(grid)
