@@ -1,0 +1,45 @@
+"""kl-patches for TRL: GRPOTrainer and RLOOTrainer with any KL estimator x placement.
+
+Three ways in, all running the same hooks (:mod:`.hooks`):
+
+* ``from kl_patches.trl import GRPOTrainer`` -- TRL's trainer plus ``kl="k1-in-reward"``;
+* ``kl_patches.trl.apply("k1-in-reward")`` / ``revert()`` -- patch TRL's own classes in place;
+* ``KLArguments`` -- the same switch as ``--kl_*`` flags / YAML keys for ``TrlParser``.
+
+The reader (:func:`from_trl_config`, :func:`read`) tells what TRL runs natively and works
+without TRL installed. Importing this package does not import TRL; the trainer classes and
+``apply`` import it (and check its version) on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .arguments import KLArguments
+from .native import TESTED_BELOW, TESTED_MIN, check_version
+from .patching import active_config, apply, is_applied, revert
+from .reading import from_trl_config, installed_defaults, read
+
+__all__ = [
+    "TESTED_BELOW",
+    "TESTED_MIN",
+    "GRPOTrainer",
+    "KLArguments",
+    "RLOOTrainer",
+    "active_config",
+    "apply",
+    "check_version",
+    "from_trl_config",
+    "installed_defaults",
+    "is_applied",
+    "read",
+    "revert",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("GRPOTrainer", "RLOOTrainer"):
+        from . import trainers
+
+        return getattr(trainers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,149 @@
+"""``apply(config)`` / ``revert()``: put the KL hooks into TRL's own trainer classes in place.
+
+For scripts you do not own (``trl grpo``, a recipe, a library calling ``trl.GRPOTrainer``):
+after ``apply("k1-in-reward")`` every ``trl.GRPOTrainer``/``trl.RLOOTrainer`` *constructed
+afterwards* runs the KL config (pass ``kl=...`` to one trainer to override it). The methods are
+patched on the classes themselves, so every module that imported the class by name sees them;
+the originals sit in one registry and :func:`revert` puts exactly those back. Applying twice
+only replaces the active config. Instances built before ``apply`` (or after ``revert``) and the
+subclasses of :mod:`.trainers` pass through untouched.
+
+Each accelerate rank runs the user's script, so calling ``apply`` at the top of the script (or
+launching through ``python -m kl_patches.trl``) applies it on every rank.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from kl_patches.config import KLConfig
+
+from . import hooks
+from .native import check_version
+
+_ORIGINALS: dict[tuple[type, str], Any] = {}
+"""(class, attribute) -> the attribute exactly as it was in ``class.__dict__`` before apply."""
+
+_ACTIVE: list[KLConfig] = []
+"""The config applied to trainers built without ``kl=`` (empty when not applied)."""
+
+HOOKED = (
+    "__init__",
+    "_get_per_token_logps_and_entropies",
+    "_calculate_rewards",
+    "_generate_and_score_completions",
+    "_compute_loss",
+    "training_step",
+)
+"""The TRL methods patched on GRPOTrainer and RLOOTrainer."""
+
+
+def _targets() -> dict[str, type]:
+    import trl
+
+    return {"GRPO": trl.GRPOTrainer, "RLOO": trl.RLOOTrainer}
+
+
+def _active(trainer: Any) -> bool:
+    return not isinstance(trainer, hooks.KLTrainerMixin) and "_kl_config" in trainer.__dict__
+
+
+def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    if name == "__init__":
+
+        @functools.wraps(original)
+        def init(
+            self: Any,
+            model: Any,
+            reward_funcs: Any = None,
+            args: Any = None,
+            *more: Any,
+            kl: Any = None,
+            **kwargs: Any,
+        ) -> None:
+            if isinstance(self, hooks.KLTrainerMixin):
+                if kl is not None:
+                    raise TypeError("pass kl= to the kl_patches trainer itself")
+                original(self, model, reward_funcs, args, *more, **kwargs)
+                return
+            config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
+            hooks.init_state(self, config)
+            args = hooks.prepare_args(kind, model, args, config)
+            original(self, model, reward_funcs, args, *more, **kwargs)
+            hooks.after_init(self, kind)
+
+        return init
+
+    grpo = kind == "GRPO"
+    hook: Callable[..., Any] = {
+        "_get_per_token_logps_and_entropies": lambda t, c, a, k: hooks.get_logps(t, c, a, k),
+        "_calculate_rewards": lambda t, c, a, k: hooks.calculate_rewards(t, c, a, k),
+        "training_step": lambda t, c, a, k: hooks.training_step(t, c, a, k),
+        "_generate_and_score_completions": lambda t, c, a, k: (
+            hooks.grpo_generate_and_score if grpo else hooks.rloo_generate_and_score
+        )(t, c, *a),
+        "_compute_loss": lambda t, c, a, k: (
+            hooks.grpo_compute_loss if grpo else hooks.rloo_compute_loss
+        )(t, c, *a),
+    }[name]
+
+    @functools.wraps(original)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _active(self):
+            return original(self, *args, **kwargs)
+        return hook(self, functools.partial(original, self), args, kwargs)
+
+    return method
+
+
+def apply(
+    config: KLConfig | str | dict[str, Any] | None = None, *, force: bool = False
+) -> KLConfig:
+    """Patch ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` to run ``config`` (default k1-in-reward).
+
+    Raises on an untested TRL version unless ``force`` (or ``KL_PATCHES_TRL_FORCE=1``), and if a
+    hooked method is missing. Returns the active config.
+    """
+    import trl
+
+    resolved = KLConfig.coerce(config)
+    check_version(trl.__version__, force=force)
+    targets = _targets()
+    for cls in targets.values():
+        missing = [n for n in HOOKED if not callable(getattr(cls, n, None))]
+        if missing:
+            raise RuntimeError(
+                f"kl_patches.trl: trl.{cls.__name__} {trl.__version__} lacks {missing}; "
+                "this TRL version is not supported"
+            )
+    _ACTIVE[:] = [resolved]
+    if _ORIGINALS:
+        return resolved
+    for kind, cls in targets.items():
+        for name in HOOKED:
+            _ORIGINALS[(cls, name)] = cls.__dict__.get(name)
+            setattr(cls, name, _wrap(kind, name, getattr(cls, name)))
+    return resolved
+
+
+def revert() -> None:
+    """Restore every patched attribute exactly; a no-op when nothing is applied."""
+    for (cls, name), original in _ORIGINALS.items():
+        if original is None:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, original)
+    _ORIGINALS.clear()
+    _ACTIVE.clear()
+
+
+def is_applied() -> bool:
+    """True while :func:`apply` is in effect."""
+    return bool(_ORIGINALS)
+
+
+def active_config() -> KLConfig | None:
+    """The config trainers built without ``kl=`` get, or None when not applied."""
+    return _ACTIVE[-1] if _ACTIVE else None

@@ -1,0 +1,99 @@
+"""Drop-in ``GRPOTrainer`` and ``RLOOTrainer``: TRL's trainers plus one argument, ``kl``.
+
+``GRPOTrainer(model, reward_funcs, args=GRPOConfig(...), ..., kl="k1-in-reward")`` takes every
+TRL argument unchanged; ``kl`` is a :class:`~kl_patches.KLConfig`, a short name
+(``"k3-in-loss"``) or a dict, and defaults to the paper's k1-in-reward at ``coef=0.05``. TRL's
+``beta`` becomes an internal switch (see :mod:`.hooks`). Importing this module imports TRL and
+checks its version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trl
+
+from kl_patches.config import KLConfig
+
+from . import hooks
+from .native import check_version
+
+check_version(trl.__version__)
+
+
+class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
+    """TRL's GRPOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
+
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any = None,
+        args: Any = None,
+        *more: Any,
+        kl: KLConfig | str | dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        config = KLConfig.coerce(kl)
+        hooks.init_state(self, config)
+        args = hooks.prepare_args("GRPO", model, args, config)
+        super().__init__(model, reward_funcs, args, *more, **kwargs)
+        hooks.after_init(self, "GRPO")
+
+    @property
+    def kl_config(self) -> KLConfig:
+        """The KL regulariser this trainer runs."""
+        return self._kl_config  # type: ignore[no-any-return]
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
+
+    def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.calculate_rewards(self, super()._calculate_rewards, args, kwargs)
+
+    def _generate_and_score_completions(self, inputs: Any) -> Any:
+        return hooks.grpo_generate_and_score(self, super()._generate_and_score_completions, inputs)
+
+    def _compute_loss(self, model: Any, inputs: Any) -> Any:
+        return hooks.grpo_compute_loss(self, super()._compute_loss, model, inputs)
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.training_step(self, super().training_step, args, kwargs)
+
+
+class RLOOTrainer(hooks.KLTrainerMixin, trl.RLOOTrainer):  # type: ignore[misc]
+    """TRL's RLOOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
+
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any = None,
+        args: Any = None,
+        *more: Any,
+        kl: KLConfig | str | dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        config = KLConfig.coerce(kl)
+        hooks.init_state(self, config)
+        args = hooks.prepare_args("RLOO", model, args, config)
+        super().__init__(model, reward_funcs, args, *more, **kwargs)
+        hooks.after_init(self, "RLOO")
+
+    @property
+    def kl_config(self) -> KLConfig:
+        """The KL regulariser this trainer runs."""
+        return self._kl_config  # type: ignore[no-any-return]
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
+
+    def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.calculate_rewards(self, super()._calculate_rewards, args, kwargs)
+
+    def _generate_and_score_completions(self, inputs: Any) -> Any:
+        return hooks.rloo_generate_and_score(self, super()._generate_and_score_completions, inputs)
+
+    def _compute_loss(self, model: Any, inputs: Any) -> Any:
+        return hooks.rloo_compute_loss(self, super()._compute_loss, model, inputs)
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.training_step(self, super().training_step, args, kwargs)
