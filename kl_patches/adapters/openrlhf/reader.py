@@ -1,0 +1,191 @@
+"""Read an OpenRLHF ``train_ppo_ray`` command line for the audit (no OpenRLHF needed).
+
+:func:`read` returns a :class:`~kl_patches.reading.NativeReading`: the KLConfig OpenRLHF runs
+(:func:`~kl_patches.adapters.openrlhf.flags.from_args`), whether the updates are off-policy, and
+the findings that are specific to OpenRLHF 0.11.2. The audit adds the theory's verdict itself.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+
+from kl_patches.adapters.openrlhf.flags import (
+    GROUP_ESTIMATORS,
+    IS_WEIGHT_CLIP,
+    NATIVE_KL_CLAMP,
+    TESTED_VERSION,
+    WHITENED_ESTIMATORS,
+    config_from_settings,
+    is_off_policy,
+    parse_settings,
+    to_args,
+    updates_per_rollout,
+)
+from kl_patches.config import KLConfig
+from kl_patches.reading import Finding, NativeReading
+
+TRAINER = "train_ppo_ray"
+
+
+def _version() -> str | None:
+    try:
+        return importlib.metadata.version("openrlhf")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _flags(args: list[str]) -> str:
+    return " ".join(args)
+
+
+def findings_for(settings: dict[str, object], given: frozenset[str]) -> tuple[Finding, ...]:
+    """OpenRLHF-specific findings for parsed ``train_ppo_ray`` settings."""
+    out: list[Finding] = []
+    coef = float(settings["algo.kl.init_coef"])  # type: ignore[arg-type]
+    use_loss = bool(settings["algo.kl.use_loss"])
+    estimator = str(settings["algo.kl.estimator"])
+    adv = str(settings["algo.advantage.estimator"])
+    off_policy = is_off_policy(settings)
+    recommended = _flags(to_args(KLConfig(coef=coef if coef > 0 else 0.01)))
+
+    if coef <= 0:
+        asked = given & {"algo.kl.use_loss", "algo.kl.estimator", "algo.kl.unbiased_gradient"}
+        out.append(
+            Finding(
+                "openrlhf.kl_off",
+                "error" if asked else "warning",
+                f"--algo.kl.init_coef {coef:g} builds no reference model, so every KL term is "
+                "zero"
+                + (f" although {sorted('--' + g for g in asked)} ask for one" if asked else "")
+                + ". There is no KL regularisation at all.",
+                f"{recommended} (or drop the other KL flags if no KL is intended)",
+            )
+        )
+        return tuple(out)
+
+    out.append(
+        Finding(
+            "openrlhf.kl_clamp",
+            "info",
+            f"OpenRLHF clamps every per-token estimator value to [-{NATIVE_KL_CLAMP:g}, "
+            f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient.",
+            "python -m kl_patches.openrlhf ... --kl.kl_clamp none (the core's unclamped maths)",
+        )
+    )
+    if not use_loss:
+        if adv in GROUP_ESTIMATORS:
+            scaled = (
+                " divided by the group std while the KL is not, so beta is relative to a "
+                "unit-std task reward and does not transfer from libraries that normalise "
+                "after adding the KL"
+                if adv == "group_norm"
+                else ""
+            )
+            out.append(
+                Finding(
+                    "openrlhf.kl_after_baseline",
+                    "info",
+                    f"With {adv}, the KL penalty is added per token after the group baseline of "
+                    f"the scalar reward: it is not baselined (unbiased, more variance), the task "
+                    f"reward is{scaled or ' baselined alone'}.",
+                    "python -m kl_patches.openrlhf ... --kl k1-in-reward --kl.reward_shape "
+                    "sequence (KL inside the group baseline, as in the paper's RLOO runs)",
+                )
+            )
+        if adv in WHITENED_ESTIMATORS:
+            out.append(
+                Finding(
+                    "openrlhf.kl_whitened",
+                    "info",
+                    f"With {adv}, advantages (task reward and KL together) are whitened over "
+                    "the batch, which rescales the effective beta from batch to batch.",
+                    "--algo.advantage.no_std_norm keeps the scale (mean-centring only)",
+                )
+            )
+        gamma = float(settings["algo.advantage.gamma"])  # type: ignore[arg-type]
+        lambd = float(settings["algo.advantage.lambd"])  # type: ignore[arg-type]
+        if (adv == "reinforce" and gamma != 1.0) or (adv == "gae" and (gamma, lambd) != (1, 1)):
+            out.append(
+                Finding(
+                    "openrlhf.kl_discounted",
+                    "warning",
+                    f"gamma={gamma:g}, lambd={lambd:g} discount the per-token KL penalty, so "
+                    "the reward side no longer follows the sequence KL gradient.",
+                    "--algo.advantage.gamma 1 --algo.advantage.lambd 1",
+                )
+            )
+    else:
+        if settings["actor.loss_agg_mode"] != "token-mean":
+            out.append(
+                Finding(
+                    "openrlhf.kl_loss_token_mean",
+                    "info",
+                    "--actor.loss_agg_mode changes only the policy loss: the KL loss stays a "
+                    "token mean over the step's tokens (a length-normalised KL).",
+                )
+            )
+        if settings["algo.kl.unbiased_gradient"]:
+            out.append(
+                Finding(
+                    "openrlhf.unbiased_gradient_token_level",
+                    "info",
+                    f"--algo.kl.unbiased_gradient backpropagates w*k1 per token (w = pi/pi_old "
+                    f"clipped at {IS_WEIGHT_CLIP:g}), whatever --algo.kl.estimator ({estimator}) "
+                    "says: the own-token part of the reverse-KL gradient only, not the "
+                    "sequence-level one.",
+                    recommended,
+                )
+            )
+        elif off_policy:
+            out.append(
+                Finding(
+                    "openrlhf.off_policy_kl_loss",
+                    "warning",
+                    f"{updates_per_rollout(settings)} updates per rollout batch (or async) with "
+                    "the KL in the loss and no importance weight: the KL-loss gradient is taken "
+                    "on samples from an older policy.",
+                    "--algo.kl.unbiased_gradient (or k1 in the reward: " + recommended + ")",
+                )
+            )
+    if settings["algo.kl.target"] is not None:
+        out.append(
+            Finding(
+                "openrlhf.adaptive_controller",
+                "warning",
+                "--algo.kl.target enables the adaptive KL controller, which OpenRLHF itself marks "
+                "as incompatible with its trainer (TODO in ppo_trainer.py); beta drifts"
+                + (
+                    ", and under --algo.kl.use_loss it is driven by the aggregated KL loss, not "
+                    "the per-sample KL"
+                    if use_loss
+                    else ""
+                )
+                + ".",
+                "drop --algo.kl.target (fixed controller)",
+            )
+        )
+    return tuple(out)
+
+
+def read(argv: Sequence[str]) -> NativeReading:
+    """The audit's view of an OpenRLHF ``train_ppo_ray`` command line."""
+    settings, given = parse_settings(argv)
+    config = config_from_settings(settings)
+    coef = config.coef if config.coef > 0 else 0.01
+    fix_config = KLConfig(coef=coef, reward_shape="reward_to_go", kl_clamp=NATIVE_KL_CLAMP)
+    fix = tuple(to_args(fix_config))
+    if settings["algo.kl.use_loss"]:
+        fix += ("(remove --algo.kl.use_loss)",)
+    if settings["algo.kl.unbiased_gradient"]:
+        fix += ("(remove --algo.kl.unbiased_gradient)",)
+    return NativeReading(
+        library="openrlhf",
+        version=_version() or TESTED_VERSION,
+        trainer=f"{TRAINER} ({settings['algo.advantage.estimator']})",
+        config=config,
+        off_policy=is_off_policy(settings),
+        settings=dict(settings),
+        findings=findings_for(settings, given),
+        fix=fix,
+    )
