@@ -1,0 +1,152 @@
+"""Delivery of the OpenRLHF patches into every process of a Ray job (stdlib only, lazy).
+
+OpenRLHF's KL code runs inside Ray actors (the ``PPOTrainer`` that hosts the experience maker,
+every ``PolicyModelActor``), which re-import OpenRLHF from scratch: a patch made in the driver
+never reaches them. Ray runs a job's ``worker_process_setup_hook`` in every worker before any
+task or actor code; :func:`setup` is that hook. It reads the configuration from the environment
+variable :data:`ENV_VAR` (JSON of ``KLConfig.to_dict()``) and installs an import hook that
+patches ``experience_maker`` / ``ppo_actor`` right after they are imported, so processes that
+never import them (vLLM engines, reward models) stay untouched and import nothing heavy.
+
+Loud failure: a missing or invalid configuration makes :func:`setup` raise, which makes Ray
+kill the worker with the message; a patch that cannot be applied makes the import of the
+OpenRLHF module itself fail. :func:`status` reports what is patched in the current process.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from kl_patches.config import KLConfig
+
+ENV_VAR = "KL_PATCHES_OPENRLHF"
+"""Environment variable carrying the JSON KLConfig into Ray workers."""
+HOOK = "kl_patches.openrlhf.ray_setup_hook"
+"""Value for ``runtime_env["worker_process_setup_hook"]``."""
+MODULE_SIDES = {
+    "openrlhf.trainer.ppo_utils.experience_maker": "reward",
+    "openrlhf.trainer.ray.ppo_actor": "loss",
+}
+MARK = "__kl_patches__"
+
+
+def config_from_env() -> KLConfig:
+    """The KLConfig in :data:`ENV_VAR`; raises a clear error when missing or invalid."""
+    raw = os.environ.get(ENV_VAR)
+    if not raw:
+        raise RuntimeError(
+            f"kl_patches: the OpenRLHF setup hook {HOOK} runs in this Ray worker but {ENV_VAR} "
+            "is not set; pass it in runtime_env['env_vars'] (python -m kl_patches.openrlhf does)"
+        )
+    try:
+        return KLConfig.from_dict(json.loads(raw))
+    except (ValueError, TypeError) as exc:
+        raise RuntimeError(f"kl_patches: {ENV_VAR}={raw!r} is not a valid KLConfig: {exc}") from exc
+
+
+def config_to_env(config: KLConfig) -> str:
+    """JSON for :data:`ENV_VAR`."""
+    return json.dumps(config.to_dict(), sort_keys=True)
+
+
+def _patch(side: str) -> None:
+    from kl_patches.adapters.openrlhf import patches
+
+    patches.apply(config_from_env(), only=side)
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs the real loader, then patches the freshly executed module."""
+
+    def __init__(self, loader: Any, side: str) -> None:
+        self._loader = loader
+        self._side = side
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        created: ModuleType | None = self._loader.create_module(spec)
+        return created
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _patch(self._side)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tracebacks
+        return getattr(self._loader, name)
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Wraps the loader of the two OpenRLHF modules that hold the KL code."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        side = MODULE_SIDES.get(fullname)
+        if side is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader, side)
+                return spec
+        return None
+
+
+def _finder() -> _PostImportFinder | None:
+    return next((f for f in sys.meta_path if isinstance(f, _PostImportFinder)), None)
+
+
+def install() -> None:
+    """Patch now what is imported, and the rest right after its import (idempotent)."""
+    config_from_env()
+    if _finder() is None:
+        sys.meta_path.insert(0, _PostImportFinder())
+    for name, side in MODULE_SIDES.items():
+        if name in sys.modules:
+            _patch(side)
+
+
+def uninstall() -> None:
+    """Remove the import hook (patches already made stay; see ``patches.revert``)."""
+    finder = _finder()
+    if finder is not None:
+        sys.meta_path.remove(finder)
+
+
+def setup() -> None:
+    """The Ray ``worker_process_setup_hook``: read the config, install the import hook."""
+    install()
+
+
+def status() -> dict[str, object]:
+    """What is patched in this process: config, hook installed, patched symbols per module."""
+    patched: dict[str, list[str]] = {}
+    for name in MODULE_SIDES:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        found = []
+        for owner_name, owner in [("", module), *_classes(module)]:
+            for attr, value in vars(owner).items():
+                if getattr(value, MARK, None):
+                    found.append(f"{owner_name}.{attr}" if owner_name else attr)
+        patched[name] = sorted(found)
+    return {
+        "configured": bool(os.environ.get(ENV_VAR)),
+        "hook_installed": _finder() is not None,
+        "patched": patched,
+    }
+
+
+def _classes(module: ModuleType) -> list[tuple[str, Any]]:
+    names = ("RemoteExperienceMaker", "ActorPPOTrainer")
+    return [(n, getattr(module, n)) for n in names if isinstance(getattr(module, n, None), type)]
