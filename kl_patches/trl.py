@@ -43,3 +43,11 @@ _REEXPORTED = (
     read,
     revert,
 )
+
+
+if __name__ == "__main__":
+    import sys
+
+    from kl_patches.adapters.trl.launch import main
+
+    sys.exit(main())

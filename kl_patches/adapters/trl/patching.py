@@ -15,6 +15,7 @@ launching through ``python -m kl_patches.trl``) applies it on every rank.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,9 @@ _ORIGINALS: dict[tuple[type, str], Any] = {}
 
 _ACTIVE: list[KLConfig] = []
 """The config applied to trainers built without ``kl=`` (empty when not applied)."""
+
+_CALLS: Counter[str] = Counter()
+"""How often each patched method ran its hook in this process (the proof that the patch took)."""
 
 HOOKED = (
     "__init__",
@@ -73,6 +77,7 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
             args = hooks.prepare_args(kind, model, args, config)
             original(self, model, reward_funcs, args, *more, **kwargs)
             hooks.after_init(self, kind)
+            _CALLS["__init__"] += 1
 
         return init
 
@@ -93,6 +98,7 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _active(self):
             return original(self, *args, **kwargs)
+        _CALLS[name] += 1
         return hook(self, functools.partial(original, self), args, kwargs)
 
     return method
@@ -137,6 +143,7 @@ def revert() -> None:
             setattr(cls, name, original)
     _ORIGINALS.clear()
     _ACTIVE.clear()
+    _CALLS.clear()
 
 
 def is_applied() -> bool:
@@ -147,3 +154,8 @@ def is_applied() -> bool:
 def active_config() -> KLConfig | None:
     """The config trainers built without ``kl=`` get, or None when not applied."""
     return _ACTIVE[-1] if _ACTIVE else None
+
+
+def hook_calls() -> dict[str, int]:
+    """Patched-method name -> how many times its hook ran in this process since :func:`apply`."""
+    return dict(_CALLS)
