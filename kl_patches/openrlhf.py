@@ -116,12 +116,15 @@ def ray_init(config: KLConfig | None, **ray_kwargs: Any) -> Any:
     import ray
 
     env = runtime_env(config, ray_kwargs.pop("runtime_env", None))
+    # Ray first: a local cluster inherits this process's environment, and the configuration
+    # must reach workers only through the job's runtime_env, next to the hook.
+    info = ray.init(runtime_env=env, **ray_kwargs)
     if config is not None:
         from kl_patches.adapters.openrlhf import hook
 
         os.environ[ENV_VAR] = env["env_vars"][ENV_VAR]
         hook.install()
-    return ray.init(runtime_env=env, **ray_kwargs)
+    return info
 
 
 def build_argv(config: KLConfig, openrlhf_argv: Sequence[str], version: str) -> list[str]:

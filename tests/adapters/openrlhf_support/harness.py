@@ -17,16 +17,17 @@ from typing import Any
 
 STUBS = Path(__file__).resolve().parent / "stubs"
 REPO = Path(__file__).resolve().parents[3]
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def activate() -> None:
-    """Stand-ins on sys.path and PYTHONPATH; no hub access."""
+    """Stand-ins on sys.path; stand-ins, repo and tests on PYTHONPATH (Ray workers); no hub."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if str(STUBS) not in sys.path:
         sys.path.insert(0, str(STUBS))
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    for extra in (str(REPO), str(STUBS)):
+    for extra in (str(REPO), str(TESTS), str(STUBS)):
         if extra not in parts:
             parts.insert(0, extra)
     os.environ["PYTHONPATH"] = os.pathsep.join(parts)
