@@ -11,6 +11,7 @@ import importlib
 import sys
 
 COMMANDS: dict[str, str] = {
+    "audit": "kl_patches.audit:main",
     "bias": "kl_patches.bias:main",
     "demo": "kl_patches.demo:main",
     "verdict": "kl_patches.verdict_cli:main",

@@ -1,0 +1,308 @@
+"""``kl-patches audit``: inputs, exit codes, JSON schema and the text report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kl_patches import audit_report
+from kl_patches.audit import AuditError, audit, audit_installed, audit_reading, main
+from kl_patches.audit_inputs import inputs_from_argv
+from kl_patches.config import KLConfig
+from kl_patches.reading import Finding, NativeReading
+
+CORPUS = Path(__file__).parent / "audit_corpus"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# ----------------------------------------------------------------------------- exit code 2
+@pytest.mark.parametrize(
+    ("content", "suffix", "message"),
+    [
+        ("python3 -m verl.trainer.main_ppo a='open\n", ".sh", "line 1: unbalanced single quote"),
+        ("python3 train.py --lr 1\n", ".sh", "no verl, OpenRLHF or TRL launch found"),
+        ("a: [1, 2\n", ".yaml", "not valid YAML"),
+        ("- 1\n- 2\n", ".yaml", "must be a mapping"),
+        ("model:\n  x: 1\nother:\n  y: 2\n", ".yaml", "cannot tell which library"),
+        ("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.estimator k4\n", ".sh", "k4"),
+        ("plain words here\n", ".txt", "cannot tell which library"),
+    ],
+)
+def test_unreadable_inputs_exit_2_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, suffix: str, message: str
+) -> None:
+    path = tmp_path / f"input{suffix}"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = run(capsys, str(path))
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in out + err
+
+
+def test_missing_file_and_directory_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, str(tmp_path / "nope.sh"))[0] == 2
+    assert run(capsys, str(tmp_path))[0] == 2
+    code, _, err = run(capsys, str(tmp_path / "nope.sh"))
+    assert code == 2 and "no such file" in err
+
+
+def test_unknown_library_and_no_input_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--library", "nemo", "x.sh")
+    assert code == 2 and "invalid choice" in err
+    code, _, err = run(capsys)
+    assert code == 2 and "--installed" in err
+    with pytest.raises(AuditError, match="unknown library"):
+        audit(["--x"], library="nemo")
+
+
+def test_unset_variable_in_a_kl_flag_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef $BETA\n")
+    code, _, err = run(capsys, str(path))
+    assert code == 2 and "$BETA" in err and "--var BETA=VALUE" in err
+    code, out, _ = run(capsys, "--plain", "--var", "BETA=0.02", str(path))
+    assert code == 0 and "coef=0.02" in out
+
+
+# ----------------------------------------------------------------------------- argv after --
+def test_argv_after_double_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--json", "--", "--algo.kl.use_loss", "--algo.kl.estimator", "k3")
+    doc = json.loads(out)
+    (t,) = doc["trainers"]
+    assert code == 0
+    assert (t["library"], t["config"]["estimator"], t["config"]["placement"]) == (
+        "openrlhf",
+        "k3",
+        "loss",
+    )
+    assert t["verdict"]["gradient"] == "forward_kl_token_length_normalised"
+
+
+def test_argv_with_a_whole_launch_and_verl_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "--json",
+        "--strict",
+        "--",
+        "python3",
+        "-m",
+        "verl.trainer.main_ppo",
+        "algorithm.use_kl_in_reward=True",
+        "algorithm.adv_estimator=rloo",
+    )
+    (t,) = json.loads(out)["trainers"]
+    assert t["library"] == "verl" and t["status"] == "unbiased" and code == 0
+    # bare overrides are recognised as verl's
+    assert inputs_from_argv(["algorithm.use_kl_in_reward=True"])[0].library == "verl"
+
+
+def test_trl_flags_need_the_library(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--json", "--library", "trl", "--", "--beta", "0.04")
+    (t,) = json.loads(out)["trainers"]
+    assert code == 0 and t["library"] == "trl" and t["config"]["coef"] == 0.04
+
+
+# ----------------------------------------------------------------------------- strict
+def test_strict_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    ok = str(CORPUS / "verl/grpo_k1_reward.sh")
+    biased = str(CORPUS / "verl/k1_loss.sh")
+    dropped = str(CORPUS / "verl/gdpo_kl_reward.sh")
+    off = str(CORPUS / "trl/grpo_defaults.yaml")
+    assert run(capsys, "--strict", ok)[0] == 0
+    assert run(capsys, "--strict", off)[0] == 0  # KL deliberately absent is not "dropped"
+    assert run(capsys, "--strict", biased)[0] == 1
+    assert run(capsys, "--strict", dropped)[0] == 1
+    assert run(capsys, "--strict", ok, biased)[0] == 1
+    assert run(capsys, biased)[0] == 0  # without --strict a biased setup is only reported
+
+
+# ----------------------------------------------------------------------------- JSON schema
+_TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
+    "origin": str,
+    "input_kind": str,
+    "library": str,
+    "version": (str, type(None)),
+    "trainer": str,
+    "status": str,
+    "kl_on": bool,
+    "off_policy": bool,
+    "config": dict,
+    "description": str,
+    "verdict": dict,
+    "findings": list,
+    "fix": dict,
+    "settings": dict,
+    "ignored_keys": list,
+    "notes": list,
+}
+
+
+def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--json", str(CORPUS / "verl/grpo_k3_loss.sh"))
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"schema", "strict", "exit_code", "notes", "summary", "trainers"}
+    assert doc["schema"] == audit_report.SCHEMA == "kl-patches.audit/1"
+    assert set(doc["summary"]) == {"trainers", "unbiased", "biased", "kl_off", "error"}
+    (t,) = doc["trainers"]
+    assert set(t) == set(_TRAINER_KEYS)
+    for key, kind in _TRAINER_KEYS.items():
+        assert isinstance(t[key], kind), key
+    assert set(t["config"]) == set(KLConfig().to_dict())
+    assert set(t["verdict"]) == {
+        "gradient",
+        "unbiased",
+        "unbiased_as_run",
+        "explanation",
+        "advice",
+        "caveats",
+        "terms",
+    }
+    assert set(t["fix"]) == {"native", "kl_patches"}
+    for f in t["findings"]:
+        assert set(f) == {"code", "severity", "message", "fix", "origin"}
+        assert f["severity"] in ("error", "warning", "info")
+        assert f["origin"] in ("adapter", "audit")
+    # verdict terms: k3 in the loss at 0.001, length-normalised forward KL
+    assert t["verdict"]["terms"] == [
+        {"basis": "forward_kl_token", "coef": 0.001, "length_normalised": True, "side": "loss"}
+    ]
+    assert t["fix"]["kl_patches"] == "KLConfig.parse('k1-in-reward', coef=0.001)"
+    assert "algorithm.use_kl_in_reward=True" in t["fix"]["native"]
+
+
+# ----------------------------------------------------------------------------- report text
+def test_plain_report_has_table_details_and_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--plain", "--strict", str(CORPUS / "openrlhf/dapo_k3_loss.sh"))
+    lines = out.splitlines()
+    assert code == 1
+    assert lines[0].split() == [
+        "#",
+        "source",
+        "library",
+        "trainer",
+        "KL",
+        "as",
+        "run",
+        "coef",
+        "policy",
+        "gradient",
+        "status",
+    ]
+    assert "forward_kl_token_length_normalised" in lines[2] and "BIASED" in lines[2]
+    assert any(line.strip().startswith("fix") and "--algo.kl.init_coef" in line for line in lines)
+    assert "kl-patches: KLConfig.parse('k1-in-reward', coef=0.001)" in out
+    assert lines[-1] == "--strict: FAIL (1 biased or KL-dropping setup(s))"
+
+
+def test_rich_and_plain_carry_the_same_information() -> None:
+    pytest.importorskip("rich")
+    entries = audit(CORPUS / "verl/gdpo_kl_reward.sh")
+    plain = audit_report.render_plain(entries, strict=True)
+    fancy = audit_report.render_rich(entries, strict=True, width=200, color=False)
+    for needle in ("verl.gdpo_drops_kl", "ERROR", "main_ppo (gdpo)", "--strict: FAIL"):
+        assert needle in plain and needle in fancy
+
+
+def test_render_falls_back_to_plain_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_report, "rich_available", lambda: False)
+    entries = audit(CORPUS / "trl/rloo.yaml")
+    assert audit_report.render(entries) == audit_report.render_plain(entries)
+
+
+# ----------------------------------------------------------------------------- audit-level logic
+def _reading(config: KLConfig, **kw: object) -> NativeReading:
+    base: dict[str, object] = dict(
+        library="trl", version="1.16.0", trainer="T", config=config, off_policy=False
+    )
+    base.update(kw)
+    return NativeReading(**base)  # type: ignore[arg-type]
+
+
+def test_audit_findings_from_the_config_alone() -> None:
+    cfg = KLConfig(
+        estimator="k3",
+        placement="both",
+        coef=0.1,
+        loss_coef=0.2,
+        loss_aggregation="token_mean",
+        kl_clamp=10.0,
+    )
+    entry = audit_reading(_reading(cfg, off_policy=True))
+    codes = {f.code: f.severity for f in entry.findings}
+    assert codes == {
+        "coef_mismatch": "warning",
+        "kl_clamp": "info",
+        "token_mean_loss": "info",
+        "off_policy": "warning",  # KL in the loss, no importance weight
+    }
+    assert entry.status == "biased" and entry.fails_strict
+
+
+def test_audit_does_not_repeat_an_adapter_finding() -> None:
+    cfg = KLConfig(placement="none", coef=0.0)
+    own = Finding("trl.kl_off", "warning", "beta=0")
+    entry = audit_reading(_reading(cfg, findings=(own,)))
+    assert [f.code for f in entry.findings] == ["trl.kl_off"]
+    assert entry.status == "kl_off" and not entry.fails_strict
+    error = Finding("x.drops_kl", "error", "dropped")
+    assert audit_reading(_reading(cfg, findings=(error,))).status == "error"
+
+
+def test_unbiased_setup_has_no_fix_and_off_policy_is_only_noted() -> None:
+    entry = audit_reading(_reading(KLConfig(coef=0.05), off_policy=True, fix=("beta=0.05",)))
+    assert entry.status == "unbiased"
+    assert entry.fix_native == () and entry.fix_switch == ""
+    assert [f.code for f in entry.findings] == ["off_policy"]
+    assert entry.findings[0].severity == "info"
+
+
+def test_ignored_keys_and_kl_looking_typos(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.use_kl_in_reward=True "
+        "algorithm.kl_ctrl.kl_coeff=0.5 trainer.total_epochs=3\n"
+    )
+    (entry,) = audit(path)
+    assert set(entry.ignored_keys) == {"algorithm.kl_ctrl.kl_coeff", "trainer.total_epochs"}
+    typo = [f for f in entry.findings if f.code == "ignored_kl_key"]
+    assert len(typo) == 1 and "kl_coeff" in typo[0].message
+    assert entry.reading.config.coef == 0.001  # the typo left verl's default in place
+
+
+def test_python_objects_and_readings() -> None:
+    class GRPOConfigLike:  # what TRL's reader accepts: any object with the config's attributes
+        beta = 0.02
+        loss_type = "dr_grpo"
+
+    (entry,) = audit(GRPOConfigLike(), library="trl")
+    assert entry.reading.library == "trl" and entry.kind == "object"
+    with pytest.raises(AuditError, match="which library"):
+        audit(GRPOConfigLike())
+    (entry,) = audit(_reading(KLConfig.parse("k1-in-loss")))
+    assert entry.verdict.gradient == "zero" and entry.status == "biased"
+    (entry,) = audit({"beta": 0.1}, library="trl")
+    assert entry.reading.config.estimator == "k3"
+
+
+def test_installed_skips_missing_libraries_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    entries, notes = audit_installed()
+    for lib in ("verl", "openrlhf", "trl"):
+        installed = importlib.util.find_spec(lib) is not None
+        assert any(n.startswith(f"{lib}: not installed") for n in notes) == (not installed)
+        assert any(e.reading.library == lib for e in entries) == installed
+    code, out, err = run(capsys, "--plain", "--installed")
+    assert code == 0 and "Traceback" not in out + err

@@ -1,0 +1,96 @@
+"""The audit's launch-script reader splits commands the way bash does."""
+
+from __future__ import annotations
+
+import pytest
+
+from kl_patches.audit_shell import ShellParseError, parse_script
+
+
+def words(text: str, **variables: str) -> list[list[str]]:
+    return [c.words for c in parse_script(text, variables).commands]
+
+
+def test_continuations_quotes_and_comments() -> None:
+    text = (
+        "# header comment\n"
+        "python3 -m pkg.mod \\\n"
+        "    a.b=1 \\\n"
+        "    c='x y' d=\"q # not a comment\" \\\n"
+        "    e=2  # trailing comment\n"
+    )
+    assert words(text) == [
+        ["python3", "-m", "pkg.mod", "a.b=1", "c=x y", "d=q # not a comment", "e=2"]
+    ]
+
+
+def test_variables_defaults_and_arithmetic() -> None:
+    text = (
+        "export A=1\n"
+        "B=${B:-7}\n"
+        "C=$((A * 4 + B))\n"
+        "run x=$A y=${B} z=$C w=\"${MISSING:-dflt}\" v='$A'\n"
+    )
+    assert words(text)[-1] == ["run", "x=1", "y=7", "z=11", "w=dflt", "v=$A"]
+
+
+def test_caller_variables_and_unresolved() -> None:
+    script = parse_script("run a=$KNOWN b=$UNKNOWN\n", {"KNOWN": "3"})
+    cmd = script.commands[0]
+    assert cmd.words == ["run", "a=3", "b=$UNKNOWN"]
+    assert cmd.unresolved == ["UNKNOWN"]
+
+
+def test_the_environment_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KLP_AUDIT_TEST_VAR", "from-env")
+    assert words("run $KLP_AUDIT_TEST_VAR\n") == [["run", "$KLP_AUDIT_TEST_VAR"]]
+
+
+def test_separators_pipes_and_redirections() -> None:
+    text = "set -x; run a=1 2>&1 | tee log.txt && echo ok > /dev/null\n"
+    assert words(text) == [["set", "-x"], ["run", "a=1"], ["tee", "log.txt"], ["echo", "ok"]]
+
+
+def test_script_arguments_and_substitutions() -> None:
+    script = parse_script('run a=1 name="run_$(date +%s)" $@\n')
+    cmd = script.commands[0]
+    assert cmd.words == ["run", "a=1", "name=run_$(date +%s)"]
+    assert any("command substitution" in n for n in cmd.notes)
+    assert any("script arguments" in n for n in cmd.notes)
+
+
+def test_unquoted_variable_is_word_split() -> None:
+    text = 'ARGS="--x 1 --y 2"\nrun $ARGS\nrun "$ARGS"\n'
+    assert words(text)[-2:] == [["run", "--x", "1", "--y", "2"], ["run", "--x 1 --y 2"]]
+
+
+def test_heredoc_read_into_a_variable() -> None:
+    text = "read -r -d '' CMD <<EOF\npkg.mod \\\n   --flag $V\nEOF\ndeepspeed --module $CMD\n"
+    assert words(text, V="9")[-1] == ["deepspeed", "--module", "pkg.mod", "--flag", "9"]
+
+
+def test_if_blocks_are_read_as_straight_code() -> None:
+    text = 'if [[ "$1" != "slurm" ]]; then\n    run a=1\nfi\n'
+    assert words(text)[-1] == ["run", "a=1"]
+
+
+def test_comment_inside_a_continued_command_ends_it() -> None:
+    text = "run \\\n  --a 1 \\\n  # --b 2 \\\n  --c 3\n"
+    script = parse_script(text)
+    assert [c.words for c in script.commands] == [["run", "--a", "1"], ["--c", "3"]]
+    assert script.commands[0].warnings and "line 3" in script.commands[0].warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("run a='unclosed\n", "single quote"),
+        ('run a="unclosed\n', "double quote"),
+        ("run a=`x\n", "backtick"),
+        ("cat <<EOF\nno end\n", "here-document"),
+    ],
+)
+def test_unparsable_lines_raise_with_the_line(text: str, what: str) -> None:
+    with pytest.raises(ShellParseError, match=what) as info:
+        parse_script("true\n" + text)
+    assert info.value.line == 2
