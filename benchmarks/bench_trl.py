@@ -1,0 +1,171 @@
+"""Step time and peak memory of the kl-patches TRL trainers against native GRPO, in one run.
+
+Usage (the TRL venv, CPU, a few minutes):
+    python benchmarks/bench_trl.py [--steps 30] [--completion-length 32]
+
+Tiny random Qwen2 from ``tests/adapters/trl_support`` (policy perturbed away from the
+reference), every completion forced to full length so all configurations do the same work.
+Step time: one scored generation batch (TRL's ``_generate_and_score_completions``), TRL's
+``_compute_loss`` and the backward -- everything the adapter touches; the optimizer and the
+Trainer loop are the same for all and left out. Median over ``--steps`` steps after one warm-up,
+the configurations interleaved step by step so machine noise hits them alike. Peak memory:
+each configuration again in a fresh child process, 3 steps, the peak resident set size
+(sampled every 2 ms) above the size right before the steps (CPU: RSS, not accelerator memory).
+
+Reported ratios: patched native-equivalent k3-in-loss vs native GRPO k3 (target <= 1.01),
+patched none vs native beta=0 (<= 1.01), k1-in-reward vs native k3-in-loss (<= 1.10; it runs
+one extra no-grad policy forward per generation batch, which TRL skips on-policy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "adapters"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+CONFIGS: dict[str, tuple[bool, Any, dict[str, Any]]] = {
+    "native k3-in-loss (beta=0.04)": (False, None, {"beta": 0.04}),
+    "patched k3-in-loss, native-equivalent": (True, "native", {"beta": 0.04}),
+    "native beta=0": (False, None, {"beta": 0.0}),
+    "patched none": (True, "none", {"beta": 0.0}),
+    "patched k1-in-reward (coef=0.04)": (True, "k1-in-reward", {"beta": 0.0}),
+}
+RATIOS = (
+    ("patched k3-in-loss, native-equivalent", "native k3-in-loss (beta=0.04)", 1.01),
+    ("patched none", "native beta=0", 1.01),
+    ("patched k1-in-reward (coef=0.04)", "native k3-in-loss (beta=0.04)", 1.10),
+)
+
+
+def build(name: str, model_dir: Path, out: Path, steps: int, length: int) -> Any:
+    from trl_support import harness
+
+    import kl_patches.trl as klt
+    from kl_patches import KLConfig
+
+    patched, kl, overrides = CONFIGS[name]
+    args = {
+        "max_steps": steps + 1,
+        "learning_rate": 1e-6,
+        "max_completion_length": length,
+        "per_device_train_batch_size": 16,
+        "generation_kwargs": {"min_new_tokens": length},
+        **overrides,
+    }
+    if kl == "native":
+        kl = klt.from_trl_config({"beta": 0.04, "max_completion_length": length})
+        args["beta"] = 0.0
+    elif kl == "k1-in-reward":
+        kl = KLConfig(coef=0.04)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return harness.make_trainer(model_dir, out, "GRPO", patched=patched, kl=kl, **args)
+
+
+def one_step(trainer: Any, seed: int) -> float:
+    """Seconds for one scored generation batch, the loss and its backward (no optimizer)."""
+    import torch
+    from trl_support import harness
+
+    start = time.perf_counter()
+    batch = harness.scored_batch(trainer, seed=seed, num_generations=4)
+    trainer.current_gradient_accumulation_steps = 1
+    loss = trainer._compute_loss(trainer.model, batch)
+    loss.backward()
+    elapsed = time.perf_counter() - start
+    trainer.model.zero_grad(set_to_none=True)
+    torch.manual_seed(seed)
+    return elapsed
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def child(name: str, model_dir: Path, steps: int, length: int) -> None:
+    """Peak RSS above the pre-step baseline while ``steps`` steps of one configuration run."""
+    import torch
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as out:
+        trainer = build(name, model_dir, Path(out), steps, length)
+        baseline = _rss_mib()
+        peak = [baseline]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], _rss_mib())
+                time.sleep(0.002)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        for step in range(steps):
+            one_step(trainer, step)
+        done.set()
+        sampler.join()
+    print(json.dumps({"peak_rss_increase_mib": peak[0] - baseline}))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--completion-length", type=int, default=32)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.child is not None:
+        child(a.child, Path(a.model_dir), a.steps, a.completion_length)
+        return 0
+
+    import torch
+    from trl_support import harness, tiny
+
+    torch.set_num_threads(1)
+    root = Path(tempfile.mkdtemp(prefix="bench-trl-"))
+    model_dir = tiny.build_model_dir(root / "model")
+    trainers = {}
+    for name in CONFIGS:
+        trainers[name] = build(name, model_dir, root / "out", a.steps, a.completion_length)
+        harness.perturb(trainers[name].model)  # a policy away from the reference, for all alike
+    times: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    for step in range(a.steps + 1):
+        for name, trainer in trainers.items():
+            elapsed = one_step(trainer, seed=step)
+            if step > 0:  # step 0 warms up
+                times[name].append(elapsed)
+    memory: dict[str, float] = {}
+    for name in CONFIGS:
+        cmd = [sys.executable, __file__, "--child", name, "--model-dir", str(model_dir)]
+        cmd += ["--steps", "3", "--completion-length", str(a.completion_length)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        memory[name] = json.loads(out.strip().splitlines()[-1])["peak_rss_increase_mib"]
+
+    print(f"tiny Qwen2, 16 completions of {a.completion_length} tokens, CPU, 1 torch thread")
+    print(f"{'configuration':40} {'median step (ms)':>17} {'steps':>6} {'peak RSS +MiB':>14}")
+    median = {name: statistics.median(t) for name, t in times.items()}
+    for name in CONFIGS:
+        print(f"{name:40} {1e3 * median[name]:17.1f} {len(times[name]):6d} {memory[name]:14.1f}")
+    print()
+    for num, den, target in RATIOS:
+        ratio = median[num] / median[den]
+        print(f"{num} / {den}: time {ratio:.3f}x (target <= {target})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
