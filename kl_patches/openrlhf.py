@@ -4,11 +4,12 @@
     kl-patches openrlhf <train_ppo_ray flags> --kl.estimator k3 --kl.placement both ...
 
 ``--kl NAME`` takes a short name (``k1-in-reward``, ``k3-in-both``, ``none``); ``--kl.FIELD VALUE``
-sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional one). The launcher
-adds the native flags (``to_args``), refuses conflicting ``--algo.kl.*`` flags, starts Ray with
-the setup hook :func:`ray_setup_hook` and the configuration in ``runtime_env``, patches the driver
-and runs OpenRLHF's own entry point. For ``ray job submit``, put the same two entries in
-``--runtime-env-json`` (see docs/openrlhf.md). This module imports only the standard library
+sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional one);
+``--print-runtime-env`` prints the runtime_env JSON and the native flags instead of running.
+The launcher adds the native flags (``to_args``), refuses conflicting ``--algo.kl.*`` flags,
+starts Ray with the setup hook :func:`ray_setup_hook` and the configuration in ``runtime_env``,
+patches the driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for
+``ray job submit``). This module imports only the standard library
 until :func:`main` runs, because Ray imports it in every worker.
 """
 
@@ -149,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(__doc__)
         return 0
-    ours, rest = split_argv(args)
+    show = "--print-runtime-env" in args
+    ours, rest = split_argv([a for a in args if a != "--print-runtime-env"])
     try:
         config = parse_kl_args(ours)
     except ValueError as exc:
@@ -162,6 +164,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if show:  # for `ray job submit --runtime-env-json` with the stock entry point
+        import json
+
+        from kl_patches.adapters.openrlhf.flags import to_args
+
+        env = runtime_env(config)
+        env["env_vars"] = {ENV_VAR: env["env_vars"][ENV_VAR]}
+        print(json.dumps(env))
+        print(" ".join(to_args(config)))
+        return 0
     import runpy
 
     from kl_patches.adapters.openrlhf import patches, read

@@ -197,7 +197,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                     exp.kl = core.kl_terms(logp, ref, mask, shaped)
                 tokens = mask.sum(-1).clamp(min=1)
                 exp.info["kl"] = core.sequence_kl(logp, ref, mask, shaped) / tokens
-        return original(self, experiences)  # type: ignore[no-any-return]
+        return original(self, experiences)
 
     return _mark(compute_advantages_and_returns, "reward", original)
 
@@ -241,7 +241,7 @@ def _loss_aggregate(original: Any) -> Callable[..., Any]:
     ) -> torch.Tensor:
         step = _STEP.get()
         if step is None or step.kl_values is None or loss is not step.kl_values:
-            return original(  # type: ignore[no-any-return]
+            return original(
                 loss, loss_mask, token_level_loss, dp_size, batch_num_tokens, global_batch_size
             )
         mode = _config().loss_aggregation
