@@ -26,6 +26,7 @@ several mini-batch steps per batch); they are reported as a finding and in the J
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -126,7 +127,8 @@ def reader_for(library: str) -> Callable[[Any], NativeReading]:
     if library not in READERS:
         raise AuditError(f"unknown library {library!r}; choose one of {list(LIBRARIES)}")
     module = _reader_module(library)
-    return module.read  # type: ignore[no-any-return]
+    read: Callable[[Any], NativeReading] = module.read
+    return read
 
 
 def _reader_module(library: str) -> Any:
@@ -223,8 +225,22 @@ def _matches_setting(key: str, settings: Iterable[str]) -> bool:
     return any(key == s or s.endswith("." + key) or key.endswith("." + s) for s in settings)
 
 
+_PROBE = "__kl_patches_probe__"
+"""A value no reader accepts as a real setting: a key whose probe changes nothing is not read."""
+
+
+def _unchanged(read: Callable[[Any], NativeReading], payload: Any, reading: NativeReading) -> bool:
+    other = _safe_read(read, payload)
+    return other is not None and other == reading
+
+
 def ignored_keys(inp: AuditInput, reading: NativeReading) -> tuple[str, ...]:
-    """Keys of the input the reader did not use: not in its settings, and no effect when removed."""
+    """Keys of the input the reader did not use.
+
+    A key is used when it names one of the reading's settings, or when removing it or giving it
+    a nonsense value changes the reading (or makes the reader refuse it); otherwise the reader
+    ignored it (not KL-relevant, or unknown to the library: a typo).
+    """
     read = reader_for(inp.library)
     out: list[str] = []
     settings = [str(s) for s in reading.settings]
@@ -233,18 +249,29 @@ def ignored_keys(inp: AuditInput, reading: NativeReading) -> tuple[str, ...]:
         for key, start, end in _argv_items(argv):
             if _matches_setting(key, settings):
                 continue
-            other = _safe_read(read, argv[:start] + argv[end:])
-            if other is not None and other == reading:
+            removed = argv[:start] + argv[end:]
+            if "=" in argv[start]:
+                probe = [*argv[:start], argv[start].split("=", 1)[0] + "=" + _PROBE, *argv[end:]]
+            else:
+                probe = [*argv[: start + 1], *([_PROBE] * (end - start - 1)), *argv[end:]]
+            if _unchanged(read, removed, reading) and _unchanged(read, probe, reading):
                 out.append(key)
     elif isinstance(inp.payload, dict):
         for path in _leaves(inp.payload):
             key = ".".join(path)
             if _matches_setting(key, settings):
                 continue
-            other = _safe_read(read, _without(inp.payload, path))
-            if other is not None and other == reading:
+            if _unchanged(read, _without(inp.payload, path), reading) and _unchanged(
+                read, _with(inp.payload, path, _PROBE), reading
+            ):
                 out.append(key)
     return tuple(dict.fromkeys(out))
+
+
+def _with(data: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = dict(data)
+    out[path[0]] = value if len(path) == 1 else _with(out[path[0]], path[1:], value)
+    return out
 
 
 # ----------------------------------------------------------------------------- findings
@@ -380,22 +407,51 @@ def audit_reading(
     )
 
 
+def launched_reading(native: NativeReading, config: KLConfig) -> NativeReading:
+    """A launch through a kl-patches launcher: the library's reading with the patched KL.
+
+    The adapter's findings and fix describe the library's own KL code, which the patch
+    replaces, so they are dropped; the audit's own findings (from the KLConfig) still apply.
+    """
+    return dataclasses.replace(
+        native,
+        trainer=f"{native.trainer} (kl-patches)",
+        config=config,
+        findings=(),
+        fix=(),
+    )
+
+
 def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
     """Read one launch through its adapter and audit it."""
     reading = _read(inp)
     ignored = ignored_keys(inp, reading) if check_keys else ()
     notes = list(inp.notes)
-    if inp.unresolved:
+    if inp.kl_config is not None:
+        reading = launched_reading(reading, inp.kl_config)
         notes.append(
-            "variables never set in the script (kept as literal text): "
-            + ", ".join("$" + u for u in inp.unresolved)
+            "launched through kl-patches: the KL is kl-patches' core maths for this KLConfig; "
+            f"the library's own KL settings were read only for the rest ({reading.library} "
+            "findings about its native KL code do not apply)"
         )
     if ignored:
         notes.append(
             f"{len(ignored)} key(s) not read by the {inp.library} reader (not KL-relevant, or "
             f"unknown): {', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}"
         )
-    return audit_reading(reading, inp.origin, inp.kind, notes, inp.warnings, ignored)
+    entry = audit_reading(reading, inp.origin, inp.kind, notes, inp.warnings, ignored)
+    if inp.unresolved:
+        names = ", ".join("$" + u for u in inp.unresolved)
+        extra = AuditFinding(
+            "unresolved_variables",
+            "warning",
+            f"The launch uses {names}, which the script never sets (the audit does not read "
+            "the environment): they were read as literal text, so flags they carry are missing.",
+            f"kl-patches audit --var {inp.unresolved[0]}=VALUE ...",
+            "audit",
+        )
+        entry = dataclasses.replace(entry, findings=(*entry.findings, extra))
+    return entry
 
 
 def _library_of_object(obj: object) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kl_patches.audit_shell import Command, ShellParseError, parse_script
+from kl_patches.config import KLConfig
 
 LIBRARIES = ("verl", "openrlhf", "trl")
 """Libraries the audit can read (each through its adapter's ``read``)."""
@@ -31,6 +32,12 @@ ENTRY_MODULES: dict[str, tuple[str, ...]] = {
 
 TRL_SUBCOMMANDS = ("grpo", "rloo")
 """``trl <subcommand>`` launches with a KL regulariser."""
+
+LAUNCHERS: dict[str, str] = {
+    "kl_patches.openrlhf": "openrlhf",
+    "kl_patches.trl": "trl",
+}
+"""kl-patches' own launchers (``python -m`` or ``kl-patches <library>``) and their library."""
 
 VERL_SECTIONS = ("actor_rollout_ref", "algorithm")
 """Top-level mapping keys that mark a YAML file as a verl (Hydra) config."""
@@ -61,16 +68,38 @@ class AuditInput:
     """Launch-script mistakes that change what runs (reported as findings)."""
     unresolved: tuple[str, ...] = ()
     """Shell variables used by the launch that the script never set."""
+    kl_config: KLConfig | None = None
+    """The KLConfig a kl-patches launcher runs (its ``--kl`` flags); None for a stock launch.
+    (TRL's ``kl_*`` keys are read by the TRL reader itself and leave this None.)"""
 
 
 # ----------------------------------------------------------------------------- commands
 def _entry(words: list[str]) -> tuple[str, int, str] | None:
-    """(library, index of the first argument, entry) of a launch inside a command's words."""
+    """(library, index of the first argument, entry) of a launch inside a command's words.
+
+    ``entry`` is the module, ``trl <sub>``, or ``kl_patches.<lib>[ <sub>]`` for a launcher.
+    """
     for i, w in enumerate(words):
-        if w in ("-m", "--module") and i + 1 < len(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        launcher = ""
+        if w in ("-m", "--module") and nxt in LAUNCHERS:
+            launcher, start = nxt, i + 2
+        elif os.path.basename(w) == "kl-patches" and f"kl_patches.{nxt}" in LAUNCHERS:
+            launcher, start = f"kl_patches.{nxt}", i + 2
+        if launcher:
+            lib = LAUNCHERS[launcher]
+            if lib == "trl":
+                sub = words[start] if start < len(words) else ""
+                if sub not in TRL_SUBCOMMANDS:
+                    raise InputError(
+                        f"{launcher} needs a trainer ({'|'.join(TRL_SUBCOMMANDS)}), got {sub!r}"
+                    )
+                return lib, start + 1, f"{launcher} {sub}"
+            return lib, start, launcher
+        if w in ("-m", "--module") and nxt:
             for lib, modules in ENTRY_MODULES.items():
-                if words[i + 1] in modules:
-                    return lib, i + 2, words[i + 1]
+                if nxt in modules:
+                    return lib, i + 2, nxt
         if w.endswith(".py"):
             dotted = w[: -len(".py")].replace("/", ".").replace("\\", ".")
             for lib, modules in ENTRY_MODULES.items():
@@ -157,8 +186,11 @@ def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInpu
     argv = cmd.words[start:]
     payload: list[str] | dict[str, Any]
     notes = list(cmd.notes)
+    kl_config: KLConfig | None = None
     if lib == "trl":
-        payload = trl_dict(argv, entry.split()[1], base_dir)
+        payload = trl_dict(argv, entry.split()[-1], base_dir)
+    elif entry == "kl_patches.openrlhf":
+        payload, kl_config = _openrlhf_launcher(argv, origin)
     elif lib == "verl":
         payload, options = split_hydra_options(argv)
         if options:
@@ -177,7 +209,23 @@ def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInpu
         notes=tuple(dict.fromkeys(notes)),
         warnings=tuple(cmd.warnings),
         unresolved=tuple(cmd.unresolved),
+        kl_config=kl_config,
     )
+
+
+def _openrlhf_launcher(argv: list[str], origin: str) -> tuple[list[str], KLConfig | None]:
+    """The launcher's ``--kl`` flags as a KLConfig, and the OpenRLHF argv it runs."""
+    from kl_patches import openrlhf as launcher
+    from kl_patches.adapters.openrlhf import TESTED_VERSION
+
+    ours, rest = launcher.split_argv(argv)
+    try:
+        config = launcher.parse_kl_args(ours)
+        if config is None:
+            return rest, None
+        return launcher.build_argv(config, rest, TESTED_VERSION), config
+    except ValueError as err:
+        raise InputError(f"{origin}: kl_patches.openrlhf would refuse this launch: {err}") from err
 
 
 # ----------------------------------------------------------------------------- files
@@ -300,12 +348,15 @@ def inputs_from_text(
     """Every launch in a shell script (or an overrides/flags file read with shell rules)."""
     _check_library(library)
     try:
-        script = parse_script(text, variables)
+        script = parse_script(
+            text, variables, str(base_dir.resolve()) if base_dir is not None else None
+        )
     except ShellParseError as err:
         raise InputError(f"{origin}: cannot parse shell {err}") from err
     found = []
     for cmd in script.commands:
-        item = _from_command(cmd, f"{origin}:{cmd.line}", base_dir)
+        where = f"{origin}:{cmd.line}" + (f" [{', '.join(cmd.loop)}]" if cmd.loop else "")
+        item = _from_command(cmd, where, base_dir)
         if item is not None and (library is None or item.library == library):
             found.append(item)
     if found:

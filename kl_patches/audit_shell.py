@@ -20,6 +20,7 @@ part of it (a common way for a ``\\``-continued flag to be silently dropped; not
 from __future__ import annotations
 
 import ast
+import fnmatch
 import operator
 import re
 from dataclasses import dataclass, field
@@ -43,6 +44,15 @@ _RESERVED_LEADING = {
 }
 _RESERVED_ALONE = {"fi", "done", "esac", "}", "then", "do", "else"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
+_LOOP_WORDS = {"for", "while", "until", "done"}
+_SELF = r"\"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\})\"?"  # "$0" or "${BASH_SOURCE[0]}"
+_DIRNAME = rf"dirname\s+(?:--\s+)?{_SELF}"
+_SCRIPT_DIR_IDIOM = re.compile(
+    rf"^\s*(?:{_DIRNAME}"  # dirname "$0"
+    rf"|cd\s+(?:--\s+)?\"?\$\({_DIRNAME}\)\"?"  # cd "$(dirname "$0")"
+    r"(?:\s*&>\s*/dev/null)?\s*(?:&&|;)\s*pwd)\s*$"  # && pwd
+)
+"""``$(dirname "$0")`` and ``$(cd "$(dirname "$0")" && pwd)``: the script's own directory."""
 
 
 class ShellParseError(ValueError):
@@ -71,6 +81,10 @@ class Command:
     """Script mistakes that change what runs (a comment that cuts a continued command)."""
     heredoc: str | None = None
     """Body of a here-document fed to this command, if any (expanded unless quoted)."""
+    keyword: str = ""
+    """``for``, ``while``, ``until`` or ``done`` when the command opens or closes a loop."""
+    loop: tuple[str, ...] = ()
+    """``NAME=value`` of each enclosing ``for`` loop in this iteration (outermost first)."""
 
 
 @dataclass
@@ -125,7 +139,8 @@ def _arith(expr: str, variables: dict[str, str]) -> str | None:
 class _Lexer:
     """Character-level scanner; one instance per script."""
 
-    def __init__(self, text: str, variables: dict[str, str]) -> None:
+    def __init__(self, text: str, variables: dict[str, str], script_dir: str | None = None) -> None:
+        self.script_dir = script_dir
         self.s = text.replace("\r\n", "\n")
         self.i = 0
         self.line = 1
@@ -191,8 +206,10 @@ class _Lexer:
             return value
         if c == "(":
             self.advance()
-            self.read_until_matching("(", ")")
+            inner = self.read_until_matching("(", ")")
             text = self.s[start : self.i]
+            if self.script_dir is not None and _SCRIPT_DIR_IDIOM.search(inner):
+                return self.script_dir
             cmd.notes.append(f"command substitution {text} is not run; kept as text")
             return text
         if c == "{":
@@ -228,6 +245,12 @@ class _Lexer:
         return literal
 
     def _brace(self, inner: str, literal: str, cmd: Command) -> str:
+        trim = re.match(r"^([A-Za-z_]\w*)(##|#|%%|%)(.*)$", inner, re.S)
+        if trim:
+            return self._trim(trim.group(1), trim.group(2), trim.group(3), literal, cmd)
+        if re.match(r"^#[A-Za-z_]\w*$", inner):
+            known = self.vars.get(inner[1:])
+            return literal if known is None else str(len(known))
         m = re.match(r"^([A-Za-z_]\w*|\d+|[@*#])(?:(:?[-=+?])(.*))?$", inner, re.S)
         if not m:
             cmd.notes.append(f"parameter expansion {literal} is not supported; kept as text")
@@ -260,6 +283,26 @@ class _Lexer:
             cmd.notes.append(f"{literal}: the variable is unset, bash would stop here")
             return literal
         return str(value)
+
+    def _trim(self, name: str, op: str, pattern: str, literal: str, cmd: Command) -> str:
+        """``${NAME#pat}``, ``##``, ``%``, ``%%``: cut a glob prefix/suffix (shortest/longest)."""
+        value = self.vars.get(name)
+        if value is None:
+            return self._lookup(name, literal, cmd)
+        rx = fnmatch.translate(self._expand_plain(pattern, cmd)).removesuffix("\\Z")
+        rx = rx.removeprefix("(?s:").removesuffix(")")
+        cuts = range(len(value) + 1)
+        if op.startswith("#"):
+            order = reversed(cuts) if op == "##" else cuts
+            for k in order:
+                if re.fullmatch(rx, value[:k], re.S):
+                    return value[k:]
+        else:
+            order = cuts if op == "%%" else reversed(cuts)
+            for k in order:
+                if re.fullmatch(rx, value[k:], re.S):
+                    return value[:k]
+        return value
 
     def _expand_plain(self, text: str, cmd: Command) -> str:
         """Expand ``$`` references inside a default word (no quote handling needed there)."""
@@ -521,6 +564,8 @@ class _Lexer:
         return text
 
     def _finish(self, cmd: Command, words: list[str]) -> None:
+        if words and words[0] in _LOOP_WORDS:
+            cmd.keyword = words[0]
         while words and words[0] in _RESERVED_LEADING:
             words.pop(0)
         if words and words[0] in _RESERVED_ALONE:
@@ -549,24 +594,53 @@ class _Lexer:
 _FD_MARK = "\x00fd"
 
 
-def parse_script(text: str, variables: dict[str, str] | None = None) -> ShellScript:
+def parse_script(
+    text: str, variables: dict[str, str] | None = None, script_dir: str | None = None
+) -> ShellScript:
     """Split a launch script into its simple commands, expanding variables as bash would.
 
     ``variables`` are known before the script runs (the caller's ``--var NAME=VALUE``); the
-    script's own assignments override them from the line they appear on.
+    script's own assignments override them from the line they appear on. With ``script_dir``,
+    the idioms ``$(dirname "$0")`` and ``$(cd "$(dirname "$0")" && pwd)`` give that directory.
+    ``for NAME in WORDS``
+    loops are unrolled (each command of the body once per value, with :attr:`Command.loop`);
+    ``while``/``until`` bodies are read once.
     """
-    lexer = _Lexer(text, dict(variables or {}))
+    lexer = _Lexer(text, dict(variables or {}), script_dir)
     commands: list[Command] = []
-    notes: list[str] = []
-    while True:
-        cmd = lexer.next_command()
-        if cmd is None:
-            break
-        if cmd.heredoc is not None and cmd.words[:1] == ["read"]:
-            # read -r -d '' NAME <<EOF ... EOF: the body becomes the variable NAME.
-            target = [w for w in cmd.words[1:] if not w.startswith("-") and w]
-            if target:
-                lexer.vars[target[-1]] = cmd.heredoc.strip("\n")
-        if cmd.words:
-            commands.append(cmd)
-    return ShellScript(commands=commands, variables=lexer.vars, notes=notes)
+
+    def block(loop: tuple[str, ...], in_loop: bool, keep: bool) -> None:
+        depth = 0  # open while/until loops inside this block
+        while True:
+            cmd = lexer.next_command()
+            if cmd is None:
+                return
+            if cmd.keyword == "done":
+                if depth == 0 and in_loop:
+                    return
+                depth = max(0, depth - 1)
+                continue
+            if cmd.keyword in ("while", "until"):
+                depth += 1
+            if cmd.keyword == "for" and len(cmd.words) >= 3 and cmd.words[2] == "in":
+                name, values = cmd.words[1], cmd.words[3:]
+                body = (lexer.i, lexer.line)
+                for value in values or [""]:
+                    lexer.i, lexer.line = body
+                    lexer.vars[name] = value
+                    block((*loop, f"{name}={value}"), True, keep and bool(values))
+                continue
+            if cmd.keyword == "for":
+                depth += 1  # for ((...)) or for NAME without in: read the body once
+                continue
+            if cmd.heredoc is not None and cmd.words[:1] == ["read"]:
+                # read -r -d '' NAME <<EOF ... EOF: the body becomes the variable NAME.
+                target = [w for w in cmd.words[1:] if not w.startswith("-") and w]
+                if target:
+                    lexer.vars[target[-1]] = cmd.heredoc.strip("\n")
+            if cmd.words and keep:
+                cmd.loop = loop
+                commands.append(cmd)
+
+    block((), False, True)
+    return ShellScript(commands=commands, variables=lexer.vars, notes=[])

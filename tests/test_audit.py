@@ -306,3 +306,33 @@ def test_installed_skips_missing_libraries_with_a_note(capsys: pytest.CaptureFix
         assert any(e.reading.library == lib for e in entries) == installed
     code, out, err = run(capsys, "--plain", "--installed")
     assert code == 0 and "Traceback" not in out + err
+
+
+def test_launcher_flags_conflicting_with_native_ones_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text("python -m kl_patches.openrlhf --algo.kl.use_loss --kl k1-in-reward\n")
+    code, _, err = run(capsys, str(path))
+    assert code == 2 and "kl_patches.openrlhf would refuse this launch" in err
+
+
+def test_a_key_at_its_default_is_not_reported_as_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "cfg.yaml"
+    # kl_estimator=k1 and kl_coef=0.05 equal KLArguments' defaults: removing them changes
+    # nothing, but the probe value does (the reader refuses it), so they count as read.
+    path.write_text("kl_estimator: k1\nkl_placement: reward\nkl_coef: 0.05\nkl_typo: 3\n")
+    (entry,) = audit(path, library="trl")
+    assert entry.ignored_keys == ("kl_typo",)
+    assert [f.code for f in entry.findings if f.code == "ignored_kl_key"] == ["ignored_kl_key"]
+
+
+def test_unresolved_variables_are_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray $EXTRA_KL_FLAGS\n")
+    (entry,) = audit(path)
+    (finding,) = [f for f in entry.findings if f.code == "unresolved_variables"]
+    assert finding.severity == "warning" and "$EXTRA_KL_FLAGS" in finding.message
+    (entry,) = audit(path, variables={"EXTRA_KL_FLAGS": "--algo.kl.use_loss"})
+    assert entry.reading.config.placement == "loss"
+    assert not [f for f in entry.findings if f.code == "unresolved_variables"]

@@ -94,3 +94,46 @@ def test_unparsable_lines_raise_with_the_line(text: str, what: str) -> None:
     with pytest.raises(ShellParseError, match=what) as info:
         parse_script("true\n" + text)
     assert info.value.line == 2
+
+
+def test_for_loops_are_unrolled_and_while_bodies_read_once() -> None:
+    text = (
+        'GRID="k1-in-reward k3-in-loss"\n'
+        "for name in $GRID; do\n"
+        "  for seed in 1 2; do run ${name%%-in-*} ${name##*-in-} $seed; done\n"
+        "  cat f | while read -r A; do inner; done\n"
+        "done\n"
+        "after\n"
+    )
+    cmds = parse_script(text).commands
+    got = [(c.words, c.loop) for c in cmds if c.words[0] in ("run", "inner", "after")]
+    assert got == [
+        (["run", "k1", "reward", "1"], ("name=k1-in-reward", "seed=1")),
+        (["run", "k1", "reward", "2"], ("name=k1-in-reward", "seed=2")),
+        (["inner"], ("name=k1-in-reward",)),
+        (["run", "k3", "loss", "1"], ("name=k3-in-loss", "seed=1")),
+        (["run", "k3", "loss", "2"], ("name=k3-in-loss", "seed=2")),
+        (["inner"], ("name=k3-in-loss",)),
+        (["after"], ()),
+    ]
+
+
+def test_prefix_and_suffix_trimming() -> None:
+    text = "v=a-in-b-in-c\necho ${v#*-in-} ${v##*-in-} ${v%-in-*} ${v%%-in-*} ${#v}\n"
+    assert words(text)[-1] == ["echo", "b-in-c", "c", "a-in-b", "a", "11"]
+
+
+@pytest.mark.parametrize(
+    "idiom",
+    [
+        '"$(cd "$(dirname "$0")" && pwd)"',
+        "$(dirname $0)",
+        '"$(dirname "${BASH_SOURCE[0]}")"',
+        '$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &> /dev/null && pwd)',
+    ],
+)
+def test_script_directory_idioms(idiom: str) -> None:
+    script = parse_script(f"here={idiom}\nrun $here/x.yaml\n", script_dir="/scripts")
+    assert script.commands[-1].words == ["run", "/scripts/x.yaml"]
+    other = parse_script('here=$(date +%s)\nrun "$here"\n', script_dir="/scripts")
+    assert other.commands[-1].words == ["run", "$(date +%s)"]

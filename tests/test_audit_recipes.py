@@ -1,0 +1,39 @@
+"""Every shipped recipe (recipes/<library>/*.sh, *.yaml) is readable by the audit, and the
+recipes named after k1-in-reward are unbiased; grid scripts get one trainer per configuration,
+each with theory's verdict for the configuration it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kl_patches.audit import audit
+from kl_patches.config import KLConfig
+from kl_patches.theory import verdict
+
+RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+LAUNCHES = sorted(
+    str(p.relative_to(RECIPES))
+    for p in RECIPES.rglob("*")
+    if p.suffix in (".sh", ".yaml", ".yml") and p.is_file()
+)
+
+
+def test_there_are_recipes_to_audit() -> None:
+    assert LAUNCHES, f"no recipes found under {RECIPES}"
+
+
+@pytest.mark.parametrize("name", LAUNCHES)
+def test_recipe_is_read(name: str) -> None:
+    entries = audit(RECIPES / name)
+    assert entries, name
+    for entry in entries:
+        assert entry.reading.library == name.split("/")[0]
+        if "k1_in_reward" in name:
+            assert entry.status == "unbiased", (entry.origin, entry.status)
+        loop = entry.origin.partition(" [name=")[2].rstrip("]")
+        if loop:  # a grid: the loop value names the configuration it runs
+            want = verdict(KLConfig.parse(loop, coef=entry.reading.config.coef))
+            assert entry.reading.config.short_name == loop
+            assert entry.verdict.gradient == want.gradient, entry.origin
