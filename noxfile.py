@@ -11,7 +11,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["lint", "core", "trl", "verl", "openrlhf"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf"]
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
@@ -30,6 +30,16 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "kl_patches")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site: ``mkdocs build --strict`` (a missing page or broken link fails)."""
+    session.install(TORCH)
+    session.install("-e", ".[docs]")
+    site = os.path.join(session.create_tmp(), "site")
+    env = {**ENV, "NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
+    session.run("mkdocs", "build", "--strict", "--site-dir", site, env=env)
 
 
 @nox.session
