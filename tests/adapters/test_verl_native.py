@@ -73,14 +73,23 @@ def test_placement_none_and_verl_defaults() -> None:
 def test_reward_shape_follows_advantage_estimator() -> None:
     base = ["algorithm.use_kl_in_reward=True"]
     assert kv.from_config(base).reward_shape == "reward_to_go"  # default gae
-    for adv, shape in [("grpo", "sequence"), ("rloo", "sequence"),
-                       ("reinforce_plus_plus", "reward_to_go")]:  # fmt: skip
+    for adv, shape in [
+        ("grpo", "sequence"),
+        ("rloo", "sequence"),
+        ("reinforce_plus_plus", "reward_to_go"),
+    ]:
         assert kv.from_config([*base, f"algorithm.adv_estimator={adv}"]).reward_shape == shape
 
 
 def test_sources_dict_yaml_and_omegaconf(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    nested = {"algorithm": {"use_kl_in_reward": True, "kl_penalty": "k1", "adv_estimator": "rloo",
-                            "kl_ctrl": {"kl_coef": 0.05}}}  # fmt: skip
+    nested = {
+        "algorithm": {
+            "use_kl_in_reward": True,
+            "kl_penalty": "k1",
+            "adv_estimator": "rloo",
+            "kl_ctrl": {"kl_coef": 0.05},
+        }
+    }
     expected = KLConfig(estimator="k1", placement="reward", coef=0.05)
     assert kv.from_config(nested) == expected
     text = "algorithm:\n  use_kl_in_reward: true\n  kl_penalty: k1\n  adv_estimator: rloo\n"
@@ -95,8 +104,9 @@ def test_sources_dict_yaml_and_omegaconf(tmp_path) -> None:  # type: ignore[no-u
 
 
 def test_plus_names_read_as_k2_in_loss_and_base_in_reward() -> None:
-    loss = kv.from_config(["actor_rollout_ref.actor.use_kl_loss=True",
-                           "actor_rollout_ref.actor.kl_loss_type=k3+"])  # fmt: skip
+    loss = kv.from_config(
+        ["actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_type=k3+"]
+    )
     assert loss.estimator == "k2" and loss.kl_clamp is None
     reward = kv.from_config(["algorithm.use_kl_in_reward=True", "algorithm.kl_penalty=k3+"])
     assert reward.estimator == "k3"
@@ -113,25 +123,49 @@ def test_unknown_estimators_raise_naming_valid_ones(name: str) -> None:
 
 def test_marker_without_patch_config_is_an_error() -> None:
     with pytest.raises(ValueError, match=native.ENV_VAR):
-        kv.from_config(["actor_rollout_ref.actor.use_kl_loss=True",
-                        f"actor_rollout_ref.actor.kl_loss_type={native.MARKER}"])  # fmt: skip
+        kv.from_config(
+            [
+                "actor_rollout_ref.actor.use_kl_loss=True",
+                f"actor_rollout_ref.actor.kl_loss_type={native.MARKER}",
+            ]
+        )
 
 
 def test_read_findings() -> None:
     gdpo = kv.read(["algorithm.use_kl_in_reward=True", "algorithm.adv_estimator=gdpo"])
     assert "verl.gdpo_drops_kl" in codes(gdpo)
-    multi = kv.read(["algorithm.use_kl_in_reward=True", "algorithm.adv_estimator=grpo",
-                     "actor_rollout_ref.rollout.multi_turn.enable=True"])  # fmt: skip
+    multi = kv.read(
+        [
+            "algorithm.use_kl_in_reward=True",
+            "algorithm.adv_estimator=grpo",
+            "actor_rollout_ref.rollout.multi_turn.enable=True",
+        ]
+    )
     assert {"verl.multi_turn_drops_kl", "verl.std_scaled_kl"} <= codes(multi)
-    both = kv.read(["algorithm.use_kl_in_reward=True", "algorithm.kl_penalty=low_var_kl",
-                    "actor_rollout_ref.actor.use_kl_loss=True",
-                    "actor_rollout_ref.actor.kl_loss_coef=0.01"])  # fmt: skip
-    assert {"verl.both_switches_k3", "verl.mismatched_coefficients", "verl.token_mean_loss",
-            "verl.off_policy_loss_kl", "verl.k3_clamp"} <= codes(both)  # fmt: skip
+    both = kv.read(
+        [
+            "algorithm.use_kl_in_reward=True",
+            "algorithm.kl_penalty=low_var_kl",
+            "actor_rollout_ref.actor.use_kl_loss=True",
+            "actor_rollout_ref.actor.kl_loss_coef=0.01",
+        ]
+    )
+    assert {
+        "verl.both_switches_k3",
+        "verl.mismatched_coefficients",
+        "verl.token_mean_loss",
+        "verl.off_policy_loss_kl",
+        "verl.k3_clamp",
+    } <= codes(both)
     assert both.off_policy  # verl default: ppo_mini_batch_size 256 < train_batch_size 1024
     assert both.config.placement == "both" and both.config.loss_coef == 0.01
-    clean = kv.read([*kv.to_overrides(KLConfig(coef=0.05)), "algorithm.adv_estimator=rloo",
-                     "actor_rollout_ref.actor.ppo_mini_batch_size=1024"])  # fmt: skip
+    clean = kv.read(
+        [
+            *kv.to_overrides(KLConfig(coef=0.05)),
+            "algorithm.adv_estimator=rloo",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=1024",
+        ]
+    )
     assert clean.findings == () and not clean.off_policy
     assert clean.config == KLConfig(coef=0.05)
     assert clean.fix == tuple(kv.to_overrides(KLConfig(coef=0.05)))
@@ -155,8 +189,13 @@ pytest.importorskip("hydra")
 @pytest.mark.parametrize("config", ALL, ids=str)
 def test_verl_hydra_accepts_overrides(config: KLConfig) -> None:
     cfg = composed(kv.to_overrides(config))
-    assert kv.from_config(cfg) == (config if kv.needs_patch(config) else with_verl_clamps(
-        config.replace(reward_shape="reward_to_go") if config.has_reward else config))  # fmt: skip
+    assert kv.from_config(cfg) == (
+        config
+        if kv.needs_patch(config)
+        else with_verl_clamps(
+            config.replace(reward_shape="reward_to_go") if config.has_reward else config
+        )
+    )
 
 
 def test_written_down_defaults_match_installed_verl() -> None:

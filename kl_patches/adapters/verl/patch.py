@@ -4,7 +4,8 @@ verl computes the reward KL in ``ray_trainer.apply_kl_penalty`` (TaskRunner proc
 loss KL inside ``workers.utils.losses.ppo_loss`` (actor worker processes). Three functions are
 wrapped, in their defining module and in every loaded ``verl`` module that imported them by
 name (``v1.trainer_base``, ``v1.utils``, ``engine_workers``, ``distillation.losses``,
-``experimental.separation.ray_trainer``, ...); modules imported later copy the wrapper:
+``experimental.separation.ray_trainer``, and any other loaded module, user code included, that
+holds an original); modules imported later copy the wrapper:
 
 * ``apply_kl_penalty``: when ``algorithm.kl_penalty`` is :data:`~.native.MARKER`, the penalty is
   ``kl_patches.core``'s (per token, or one sequence-level value on the last token), with the
@@ -131,15 +132,26 @@ def _wrappers() -> dict[int, Any]:
     return out
 
 
+def _module_attrs() -> list[tuple[Any, str, Any]]:
+    """(module, attr, value) for every loaded module's attributes (verl's and the user's)."""
+    out = []
+    for module in list(sys.modules.values()):
+        if module is sys.modules[__name__]:
+            continue  # the wrappers' own definitions
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        out += [(module, attr, value) for attr, value in items if callable(value)]
+    return out
+
+
 def _patch_importers() -> None:
     by_original = _wrappers()
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("verl") or module is None:
-            continue
-        for attr, value in list(vars(module).items()):
-            wrapper = by_original.get(id(value))
-            if wrapper is not None and any(value is o for o in _ORIGINALS.values()):
-                _set(module, attr, wrapper)
+    for module, attr, value in _module_attrs():
+        wrapper = by_original.get(id(value))
+        if wrapper is not None and any(value is o for o in _ORIGINALS.values()):
+            _set(module, attr, wrapper)
 
 
 def patched_symbols() -> dict[str, Any]:
@@ -147,15 +159,17 @@ def patched_symbols() -> dict[str, Any]:
     return {f"{m}:{a}": getattr(sys.modules[m], a) for (m, a) in _PATCHED if m in sys.modules}
 
 
+def wrapper_names() -> dict[str, str]:
+    """Source ``module:attr`` -> qualified name of its wrapper (for reports and tests)."""
+    return {f"{m}:{a}": f"{__name__}.{w}" for (m, a), w in SOURCES.items()}
+
+
 def check() -> PatchSpec:
     """Raise unless the patch is active and every loaded verl module holds the wrappers."""
     if _ACTIVE is None:
         raise PatchNotActiveError(_not_active_message())
     originals = {id(o) for o in _ORIGINALS.values()}
-    stale = []
-    for name, module in list(sys.modules.items()):
-        if name.startswith("verl") and module is not None:
-            stale += [f"{name}.{a}" for a, v in vars(module).items() if id(v) in originals]
+    stale = [f"{m.__name__}.{a}" for m, a, v in _module_attrs() if id(v) in originals]
     if stale:
         raise RuntimeError(f"kl_patches verl patch incomplete; still original: {sorted(stale)}")
     return _ACTIVE
@@ -175,12 +189,9 @@ def revert() -> None:
         module = sys.modules.get(module_name)
         if module is not None:
             setattr(module, attr, before)
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("verl") or module is None:
-            continue
-        for attr, value in list(vars(module).items()):
-            if id(value) in wrappers:
-                setattr(module, attr, originals[wrappers[id(value)]])
+    for module, attr, value in _module_attrs() if originals else ():
+        if id(value) in wrappers:
+            setattr(module, attr, originals[wrappers[id(value)]])
     _PATCHED.clear()
     _NATIVE_ACTOR_CONFIGS.clear()
     _ACTIVE = None
