@@ -29,6 +29,7 @@ import argparse
 import dataclasses
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -633,7 +634,12 @@ def main(argv: list[str]) -> int:
         return 2
     code = 1 if args.strict and any(e.fails_strict for e in entries) else 0
     if args.json:
-        print(audit_report.to_json(entries, notes, strict=args.strict, exit_code=code))
+        text = audit_report.to_json(entries, notes, strict=args.strict, exit_code=code)
     else:
-        print(audit_report.render(entries, notes, strict=args.strict, rich=not args.plain))
+        text = audit_report.render(entries, notes, strict=args.strict, rich=not args.plain)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `kl-patches audit ... | head`: the reader left, keep the code
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (stop the flush at exit failing)
     return code

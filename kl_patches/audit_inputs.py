@@ -133,10 +133,20 @@ def split_hydra_options(argv: list[str]) -> tuple[list[str], list[str]]:
     return overrides, options
 
 
+def _yaml() -> Any:
+    """pyyaml, or an InputError saying how to get it (the core install has only torch)."""
+    try:
+        import yaml
+    except ImportError as err:
+        raise InputError(
+            "reading YAML configs and TRL flags needs pyyaml: pip install 'kl-patches[audit]'"
+        ) from err
+    return yaml
+
+
 def _scalar(text: str) -> Any:
     """A flag value as TRL's parser would type it (YAML scalars: 0.1, true, null, ...)."""
-    import yaml
-
+    yaml = _yaml()
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -243,8 +253,7 @@ def _read_text(path: Path) -> str:
 
 
 def _load_mapping(path: Path, what: str = "config") -> dict[str, Any]:
-    import yaml
-
+    yaml = _yaml()
     text = _read_text(path)
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
@@ -388,11 +397,13 @@ def inputs_from_file(
         return inputs_from_mapping(_load_mapping(p), library, str(p))
     text = _read_text(p)
     if suffix not in SHELL_SUFFIXES and not text.startswith("#!"):
-        import yaml
-
+        data: Any = None
         try:
+            yaml = _yaml()
             data = yaml.safe_load(text)
-        except yaml.YAMLError:
+        except InputError:  # no pyyaml: the file can only be a script or an overrides list
+            pass
+        except Exception:  # not YAML at all (yaml.YAMLError and friends)
             data = None
         if isinstance(data, dict) and not any(isinstance(k, str) and "=" in k for k in data):
             return inputs_from_mapping(data, library, str(p))

@@ -167,15 +167,20 @@ def _library(entry: AuditEntry) -> str:
     return f"{r.library} {r.version}" if r.version else r.library
 
 
+def _source(entry: AuditEntry) -> str:
+    """The table's short source: file name, line and loop values (full path in the details)."""
+    head, sep, rest = entry.origin.partition(" [")
+    short = head.replace("\\", "/").rsplit("/", 1)[-1]
+    return short + (sep + rest if sep else "")
+
+
 def _rows(entries: Sequence[AuditEntry]) -> list[list[str]]:
     return [
         [
             str(i),
-            e.origin,
-            _library(e),
-            e.reading.trainer,
-            _kl(e),
-            _coef(e),
+            _source(e),
+            f"{_library(e)}: {e.reading.trainer}",
+            _kl(e) + (f", coef {_coef(e)}" if e.kl_on else ""),
             _policy(e),
             _gradient(e),
             _STATUS_TEXT[e.status],
@@ -184,21 +189,16 @@ def _rows(entries: Sequence[AuditEntry]) -> list[list[str]]:
     ]
 
 
-_HEADERS = [
-    "#",
-    "source",
-    "library",
-    "trainer",
-    "KL as run",
-    "coef",
-    "policy",
-    "gradient",
-    "status",
-]
+_HEADERS = ["#", "source", "trainer", "KL as run", "policy", "gradient", "status"]
 
 
 def _verdict_line(entry: AuditEntry) -> str:
     v = entry.verdict
+    if entry.status == "error":
+        return (
+            f"as configured, {v.gradient} ({'unbiased' if v.unbiased else 'biased'}); but an "
+            "ERROR finding below says the library does not run it as configured."
+        )
     if not entry.kl_on:
         return "no KL gradient (KL off)."
     head = "unbiased" if v.unbiased else "BIASED"
@@ -302,9 +302,10 @@ def render_rich(
     if entries:
         table = Table(show_lines=False, header_style="bold")
         for h in _HEADERS:
-            table.add_column(h, overflow="fold")
+            fixed = h in ("#", "policy", "status")
+            table.add_column(h, overflow="fold", no_wrap=fixed)
         for e, row in zip(entries, _rows(entries), strict=True):
-            cells: list[Text | str] = list(row[:-1])
+            cells = [Text(c) for c in row[:-1]]  # Text: "[name=...]" is not rich markup
             cells.append(Text(row[-1], style=_STATUS_STYLE[e.status]))
             table.add_row(*cells)
         console.print(table)
@@ -329,8 +330,10 @@ def render(
 ) -> str:
     """Rich when asked for and installed, plain text otherwise."""
     if rich and rich_available():
+        import shutil
         import sys
 
-        color = sys.stdout.isatty()
-        return render_rich(entries, notes, strict, color=color)
+        tty = sys.stdout.isatty()
+        width = max(100, shutil.get_terminal_size((160, 40)).columns) if tty else 160
+        return render_rich(entries, notes, strict, width=width, color=tty)
     return render_plain(entries, notes, strict)

@@ -190,16 +190,15 @@ def test_plain_report_has_table_details_and_fix(capsys: pytest.CaptureFixture[st
     assert lines[0].split() == [
         "#",
         "source",
-        "library",
         "trainer",
         "KL",
         "as",
         "run",
-        "coef",
         "policy",
         "gradient",
         "status",
     ]
+    assert lines[2].split()[:4] == ["1", "dapo_k3_loss.sh:3", "openrlhf", "0.11.2:"]
     assert "forward_kl_token_length_normalised" in lines[2] and "BIASED" in lines[2]
     assert any(line.strip().startswith("fix") and "--algo.kl.init_coef" in line for line in lines)
     assert "kl-patches: KLConfig.parse('k1-in-reward', coef=0.001)" in out
@@ -336,3 +335,19 @@ def test_unresolved_variables_are_a_warning(tmp_path: Path) -> None:
     (entry,) = audit(path, variables={"EXTRA_KL_FLAGS": "--algo.kl.use_loss"})
     assert entry.reading.config.placement == "loss"
     assert not [f for f in entry.findings if f.code == "unresolved_variables"]
+
+
+def test_yaml_without_pyyaml_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    path = tmp_path / "cfg.yaml"
+    path.write_text("beta: 0.1\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml now raises ImportError
+    code, _, err = run(capsys, str(path))
+    assert code == 2 and "pip install 'kl-patches[audit]'" in err
+    # scripts and override files still work without it
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef 0.02\n")
+    assert run(capsys, str(script))[0] == 0
