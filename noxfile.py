@@ -66,11 +66,33 @@ def verl(session: nox.Session) -> None:
     _pytest(session, *sorted(_tests("verl")))
 
 
+OPENRLHF_CPU_DEPS = (
+    "transformers==5.15.0",
+    "peft",
+    "ray==2.55.0",
+    "pylatexenc",
+    "torchdata",
+    "aiohttp",
+    "pillow",
+    "datasets",
+    "einops",
+)
+
+
 @nox.session
 def openrlhf(session: nox.Session) -> None:
-    """OpenRLHF adapter against real OpenRLHF on CPU."""
+    """OpenRLHF adapter against real OpenRLHF 0.11.2 on CPU.
+
+    OpenRLHF's own requirements do not install on a CPU machine (flash-attn and vllm need CUDA),
+    so: openrlhf --no-deps, deepspeed built as pure Python, the libraries OpenRLHF imports, and
+    this package --no-deps. The tests put import-only stand-ins for vllm and flash_attn (under
+    tests/adapters/openrlhf_support/stubs) on the path.
+    """
     session.install(TORCH)
-    session.install("-e", ".[openrlhf,dev]")
+    session.install("--no-deps", "openrlhf==0.11.2")
+    session.install("deepspeed==0.19.6", env={"DS_BUILD_OPS": "0"})
+    session.install(*OPENRLHF_CPU_DEPS, "pytest>=8")
+    session.install("--no-deps", "-e", ".")
     _pytest(session, *sorted(_tests("openrlhf")))
 
 
