@@ -144,6 +144,31 @@ def build_argv(config: KLConfig, openrlhf_argv: Sequence[str], version: str) -> 
     return [*openrlhf_argv, *native]
 
 
+def warnings_for(config: KLConfig, openrlhf_argv: Sequence[str]) -> list[str]:
+    """What the launcher warns about: theory's verdict when biased, OpenRLHF's own findings.
+
+    OpenRLHF's findings describe what its flags alone would run; the ones about the clamp, the
+    shaping and the aggregation are superseded when a patch takes over that side.
+    """
+    from kl_patches.adapters.openrlhf import read
+    from kl_patches.adapters.openrlhf.flags import native_gaps
+    from kl_patches.theory import verdict
+
+    reading = read(openrlhf_argv)
+    out = []
+    v = verdict(config, off_policy=reading.off_policy)
+    if not v.unbiased:
+        out.append(f"[warning] {config.short_name}: {v.explanation} {v.advice}".strip())
+    patched = any(native_gaps(config).values())
+    for finding in reading.findings:
+        if finding.severity == "info" or (
+            patched and finding.code != "openrlhf.adaptive_controller"
+        ):
+            continue
+        out.append(f"[{finding.severity}] {finding.message} Fix: {finding.fix}".strip())
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Launch OpenRLHF's train_ppo_ray with the KL configuration given by ``--kl`` flags."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -176,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import runpy
 
-    from kl_patches.adapters.openrlhf import patches, read
+    from kl_patches.adapters.openrlhf import patches
 
     version = patches.check_version()
     try:
@@ -185,9 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kl_patches.openrlhf: {exc}", file=sys.stderr)
         return 2
     print(f"kl_patches.openrlhf: {config}; OpenRLHF flags: {' '.join(final[len(rest) :])}")
-    for finding in read(final).findings:
-        if finding.severity != "info":
-            print(f"kl_patches.openrlhf [{finding.severity}] {finding.message}", file=sys.stderr)
+    for line in warnings_for(config, final):
+        print(f"kl_patches.openrlhf {line}", file=sys.stderr)
     sides = patches.needed_sides(config)
     print(f"kl_patches.openrlhf: patching {list(sides) or 'nothing (native flags suffice)'}")
     ray_init(config)

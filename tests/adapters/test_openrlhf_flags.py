@@ -325,3 +325,16 @@ def test_print_runtime_env_for_ray_job_submit(capsys: pytest.CaptureFixture[str]
     assert env["worker_process_setup_hook"] == "kl_patches.openrlhf.ray_setup_hook"
     assert KLConfig.from_dict(json.loads(env["env_vars"]["KL_PATCHES_OPENRLHF"])) == config
     assert flags_line.split() == to_args(config)
+
+
+def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
+    from kl_patches.openrlhf import warnings_for
+
+    on_policy = ["--rollout.batch_size", "16", "--rollout.n_samples_per_prompt", "8"]
+    k3_loss = KLConfig.parse("k3-in-loss", coef=0.01)
+    biased = warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2"))
+    assert len(biased) == 1 and "k3-in-loss" in biased[0] and "forward KL" in biased[0]
+    k1 = KLConfig(coef=0.01)
+    assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
+    adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
+    assert len(adaptive) == 1 and "adaptive KL controller" in adaptive[0]
