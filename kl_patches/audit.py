@@ -352,25 +352,16 @@ def audit_reading(
     origin: str = "object",
     kind: str = "object",
     notes: Iterable[str] = (),
-    warnings: Iterable[str] = (),
+    extra: Iterable[AuditFinding] = (),
     ignored: Iterable[str] = (),
 ) -> AuditEntry:
-    """Audit a reading an adapter already produced."""
+    """Audit a reading an adapter already produced (``extra``: findings about the input)."""
     on_policy = verdict(reading.config, off_policy=False)
     as_run = verdict(reading.config, off_policy=reading.off_policy)
     findings = [
         AuditFinding(f.code, f.severity, f.message, f.fix, "adapter") for f in reading.findings
     ]
-    for w in warnings:
-        findings.append(
-            AuditFinding(
-                "script_comment_ends_command",
-                "warning",
-                w,
-                "delete the commented line, or move it below the command",
-                "audit",
-            )
-        )
+    findings += extra
     findings += audit_findings(reading, on_policy, as_run)
     ignored = tuple(ignored)
     kl_like = [
@@ -440,19 +431,40 @@ def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
             f"{len(ignored)} key(s) not read by the {inp.library} reader (not KL-relevant, or "
             f"unknown): {', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}"
         )
-    entry = audit_reading(reading, inp.origin, inp.kind, notes, inp.warnings, ignored)
+    return audit_reading(reading, inp.origin, inp.kind, notes, input_findings(inp), ignored)
+
+
+def input_findings(inp: AuditInput) -> list[AuditFinding]:
+    """Findings about the launch itself: a comment that cut it short, unset variables."""
+    out: list[AuditFinding] = []
+    for w in inp.warnings:
+        dropped = " ".join(inp.dropped)
+        kl_lost = "kl" in dropped.lower()
+        out.append(
+            AuditFinding(
+                "script_comment_ends_command",
+                "error" if kl_lost else "warning",
+                w
+                + (f"; never passed to the trainer: {dropped}" if dropped else "")
+                + (" (KL settings among them)" if kl_lost else ""),
+                "delete the commented line, or move it below the command",
+                "audit",
+            )
+        )
     if inp.unresolved:
         names = ", ".join("$" + u for u in inp.unresolved)
-        extra = AuditFinding(
-            "unresolved_variables",
-            "warning",
-            f"The launch uses {names}, which the script never sets (the audit does not read "
-            "the environment): they were read as literal text, so flags they carry are missing.",
-            f"kl-patches audit --var {inp.unresolved[0]}=VALUE ...",
-            "audit",
+        out.append(
+            AuditFinding(
+                "unresolved_variables",
+                "warning",
+                f"The launch uses {names}, which the script never sets (the audit does not read "
+                "the environment): they were read as literal text, so flags they carry are "
+                "missing.",
+                f"kl-patches audit --var {inp.unresolved[0]}=VALUE ...",
+                "audit",
+            )
         )
-        entry = dataclasses.replace(entry, findings=(*entry.findings, extra))
-    return entry
+    return out
 
 
 def _library_of_object(obj: object) -> str | None:

@@ -66,6 +66,8 @@ class AuditInput:
     """What the audit could not follow exactly (unrun substitutions, script arguments...)."""
     warnings: tuple[str, ...] = ()
     """Launch-script mistakes that change what runs (reported as findings)."""
+    dropped: tuple[str, ...] = ()
+    """Arguments a comment cut off the launch (bash runs them as a separate command)."""
     unresolved: tuple[str, ...] = ()
     """Shell variables used by the launch that the script never set."""
     kl_config: KLConfig | None = None
@@ -218,6 +220,7 @@ def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInpu
         kind="shell",
         notes=tuple(dict.fromkeys(notes)),
         warnings=tuple(cmd.warnings),
+        dropped=tuple(cmd.dropped),
         unresolved=tuple(cmd.unresolved),
         kl_config=kl_config,
     )

@@ -45,6 +45,8 @@ _RESERVED_LEADING = {
 _RESERVED_ALONE = {"fi", "done", "esac", "}", "then", "do", "else"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 _LOOP_WORDS = {"for", "while", "until", "done"}
+_ORPHAN = re.compile(r"^(-|\+{0,2}[A-Za-z_][\w.]*\.[\w.]*=)")
+"""A command that is really arguments: a flag, or a dotted ``key.sub=value`` override."""
 _SELF = r"\"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\})\"?"  # "$0" or "${BASH_SOURCE[0]}"
 _DIRNAME = rf"dirname\s+(?:--\s+)?{_SELF}"
 _SCRIPT_DIR_IDIOM = re.compile(
@@ -79,6 +81,8 @@ class Command:
     """What the reader could not follow exactly (command substitution, ``$@``...)."""
     warnings: list[str] = field(default_factory=list)
     """Script mistakes that change what runs (a comment that cuts a continued command)."""
+    dropped: list[str] = field(default_factory=list)
+    """Arguments on the lines after such a comment: bash runs them as a separate command."""
     heredoc: str | None = None
     """Body of a here-document fed to this command, if any (expanded unless quoted)."""
     keyword: str = ""
@@ -611,10 +615,17 @@ def parse_script(
 
     def block(loop: tuple[str, ...], in_loop: bool, keep: bool) -> None:
         depth = 0  # open while/until loops inside this block
+        cut: Command | None = None  # the last command a comment cut short
         while True:
             cmd = lexer.next_command()
             if cmd is None:
                 return
+            if cut is not None and cmd.words and _ORPHAN.match(cmd.words[0]):
+                cut.dropped.extend(cmd.words)  # orphaned arguments, not a command
+                if not cmd.warnings:
+                    cut = None
+                continue
+            cut = cmd if cmd.warnings else None
             if cmd.keyword == "done":
                 if depth == 0 and in_loop:
                     return

@@ -351,3 +351,17 @@ def test_yaml_without_pyyaml_is_a_clear_error(
     script = tmp_path / "run.sh"
     script.write_text("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef 0.02\n")
     assert run(capsys, str(script))[0] == 0
+
+
+def test_a_comment_cutting_non_kl_flags_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "  algorithm.use_kl_in_reward=True algorithm.adv_estimator=rloo \\\n"
+        "  # trainer.nnodes=2 \\\n"
+        "  trainer.total_epochs=3\n"
+    )
+    (entry,) = audit(path)
+    (finding,) = [f for f in entry.findings if f.code == "script_comment_ends_command"]
+    assert finding.severity == "warning" and "trainer.total_epochs=3" in finding.message
+    assert entry.status == "unbiased"
