@@ -19,10 +19,16 @@ torch = pytest.importorskip("torch")
 em = pytest.importorskip("openrlhf.trainer.ppo_utils.experience_maker")
 
 from openrlhf.models import utils as orl_utils  # noqa: E402
+from openrlhf_support.cases import (  # noqa: E402
+    actor_batch,
+    args_for,
+    core_loss_and_grads,
+    native_loss,
+    native_reward,
+    run_training_step,
+)
 from openrlhf_support.harness import (  # noqa: E402
-    actor_trainer,
     attach_kl_like_make_experience,
-    make_args,
     make_experience,
     make_experience_maker,
     tiny_actor,
@@ -30,43 +36,9 @@ from openrlhf_support.harness import (  # noqa: E402
 
 from kl_patches import KLConfig, core  # noqa: E402
 from kl_patches.adapters.openrlhf import from_args, is_native, to_args  # noqa: E402
-from kl_patches.adapters.openrlhf.flags import parse_settings  # noqa: E402
 
 ESTIMATORS = ("k1", "k2", "k3")
 ADVANTAGES = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo", "gae")
-COEF = 0.1
-
-
-def native_reward(estimator: str) -> KLConfig:
-    return KLConfig(
-        estimator=estimator,
-        placement="reward",
-        coef=COEF,
-        reward_shape="reward_to_go",
-        kl_clamp=10.0,
-    )
-
-
-def native_loss(estimator: str) -> KLConfig:
-    return KLConfig(
-        estimator=estimator,
-        placement="loss",
-        coef=COEF,
-        loss_aggregation="token_mean",
-        kl_clamp=10.0,
-    )
-
-
-def args_for(config: KLConfig, **kw: object) -> object:
-    """OpenRLHF args as the real parser would set them from ``to_args(config)``."""
-    settings, _ = parse_settings(to_args(config))
-    return make_args(
-        init_coef=settings["algo.kl.init_coef"],
-        estimator=settings["algo.kl.estimator"],
-        use_loss=settings["algo.kl.use_loss"],
-        unbiased_gradient=settings["algo.kl.unbiased_gradient"],
-        **kw,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -187,56 +159,6 @@ def test_reward_off_returns_are_the_group_shaped_reward(batch: dict) -> None:
 @pytest.fixture(scope="module")
 def actor() -> object:
     return tiny_actor()
-
-
-def actor_batch(seed: int = 0) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    sequences = torch.randint(0, 64, (4, 10), generator=g)
-    attention_mask = torch.ones(4, 10, dtype=torch.long)
-    action_mask = torch.tensor(
-        [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 0, 0, 0, 0]],
-        dtype=torch.bool,
-    )
-    attention_mask[1, 8:] = 0
-    attention_mask[2, 9:] = 0
-    attention_mask[3, 6:] = 0
-    return {"sequences": sequences, "attention_mask": attention_mask, "action_mask": action_mask}
-
-
-def run_training_step(actor: object, args: object, data: dict, seed: int = 1) -> tuple:
-    """One real ``training_step`` with zero advantages: its loss is the KL term alone.
-
-    Returns (loss recorded by the strategy, gradients, actor log-probs, ref and old log-probs).
-    """
-    from openrlhf.trainer.ppo_utils.experience import Experience
-
-    trainer = actor_trainer(actor, args)
-    actor.zero_grad()  # type: ignore[attr-defined]
-    with torch.no_grad():
-        logp = actor(data["sequences"], data["action_mask"], attention_mask=data["attention_mask"])  # type: ignore[operator]
-    g = torch.Generator().manual_seed(seed)
-    ref = logp + 0.4 * torch.randn(logp.shape, generator=g)
-    old = logp + 0.05 * torch.randn(logp.shape, generator=g)
-    exp = Experience(
-        sequences=data["sequences"],
-        attention_mask=data["attention_mask"],
-        action_mask=data["action_mask"],
-        action_log_probs=old,
-        base_action_log_probs=ref,
-        advantages=torch.zeros_like(logp),
-        info={},
-    )
-    trainer.training_step(exp, COEF, 0, None)
-    grads = [p.grad.clone() for p in actor.parameters()]  # type: ignore[attr-defined]
-    return trainer.strategy.losses[-1], grads, logp, ref, old
-
-
-def core_loss_and_grads(actor: object, data: dict, config: KLConfig, ref, old) -> tuple:
-    actor.zero_grad()  # type: ignore[attr-defined]
-    logp = actor(data["sequences"], data["action_mask"], attention_mask=data["attention_mask"])  # type: ignore[operator]
-    loss = core.loss_term(logp, ref, data["action_mask"], config, old_logp=old)
-    loss.backward()
-    return loss.detach(), [p.grad.clone() for p in actor.parameters()]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

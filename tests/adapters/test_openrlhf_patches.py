@@ -16,6 +16,14 @@ activate()
 torch = pytest.importorskip("torch")
 pytest.importorskip("openrlhf.cli.train_ppo_ray")  # loads every OpenRLHF module
 
+from openrlhf_support.cases import (  # noqa: E402
+    COEF,
+    actor_batch,
+    args_for,
+    core_loss_and_grads,
+    native_loss,
+    run_training_step,
+)
 from openrlhf_support.harness import (  # noqa: E402
     actor_trainer,
     attach_kl_like_make_experience,
@@ -23,14 +31,6 @@ from openrlhf_support.harness import (  # noqa: E402
     make_experience,
     make_experience_maker,
     tiny_actor,
-)
-from test_openrlhf_native import (  # noqa: E402
-    COEF,
-    actor_batch,
-    args_for,
-    core_loss_and_grads,
-    native_loss,
-    run_training_step,
 )
 
 from kl_patches import KLConfig, core  # noqa: E402
