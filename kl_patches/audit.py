@@ -58,7 +58,7 @@ STATUSES = ("unbiased", "biased", "kl_off", "error")
 
 _GENERIC_STEMS = {
     "kl_off": ("kl_off", "drops_kl", "kl_dropped", "ignores_kl"),
-    "coef_mismatch": ("coef_mismatch",),
+    "coef_mismatch": ("coef_mismatch", "mismatched_coef"),
     "kl_clamp": ("clamp",),
     "token_mean_loss": ("token_mean",),
     "off_policy": ("off_policy",),

@@ -92,3 +92,10 @@ def test_whole_corpus_in_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     statuses = [w["status"] for ws in EXPECTED.values() for w in ws]
     for status in ("unbiased", "biased", "kl_off", "error"):
         assert doc["summary"][status] == statuses.count(status)
+
+
+def test_docs_list_every_finding_code_of_the_corpus() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "audit.md").read_text(encoding="utf-8")
+    codes = {f.code for name in EXPECTED for entry in audit(CORPUS / name) for f in entry.findings}
+    missing = sorted(c for c in codes if f"`{c}`" not in docs)
+    assert not missing, f"docs/audit.md does not list {missing}"
