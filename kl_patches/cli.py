@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "audit": "kl_patches.audit:main",
     "bias": "kl_patches.bias:main",
     "demo": "kl_patches.demo:main",
+    "reproduce": "kl_patches.reproduce:main",
     "openrlhf": "kl_patches.openrlhf:main",
     "verdict": "kl_patches.verdict_cli:main",
     "verl": "kl_patches.adapters.verl.launch:main",

@@ -1,0 +1,171 @@
+"""Every benchmark in one run: core vs each library's KL function, the full-vocab monitor, and
+each adapter's patched-vs-native step time and memory, each in its library's own venv.
+
+Usage (from any Python with torch; the library venvs are found under /work/venvs/<lib> or
+through $KLP_VENV_<LIB>, e.g. KLP_VENV_TRL=/path/to/venv):
+    python benchmarks/run_all.py [--out benchmarks/results.md] [--only trl,verl] [--skip-adapters]
+
+For each library whose venv exists: ``bench_core.py --lib <lib>`` (core.kl_terms vs the library's
+own function) and, when ``benchmarks/bench_<lib>.py`` exists, that adapter benchmark (its own
+output is kept verbatim). Then ``bench_core.py --full-kl`` in this interpreter. Prints one
+summary table and writes everything to ``--out`` as Markdown. A library without a venv, or a
+benchmark that fails, is reported as such in the table, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LIBS = ("trl", "verl", "openrlhf")
+
+
+def venv_python(lib: str) -> Path | None:
+    """The library venv's python, or None when there is none."""
+    root = Path(os.environ.get(f"KLP_VENV_{lib.upper()}", f"/work/venvs/{lib}"))
+    python = root / "bin" / "python"
+    return python if python.exists() else None
+
+
+def run(cmd: list[str], timeout: int) -> tuple[int, str, float]:
+    """(exit code, stdout + the tail of stderr, seconds)."""
+    start = time.monotonic()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(HERE.parent)}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {timeout}s", time.monotonic() - start
+    text = proc.stdout
+    if proc.returncode != 0:
+        text += "\n" + "\n".join(proc.stderr.strip().splitlines()[-15:])
+    return proc.returncode, text, time.monotonic() - start
+
+
+def json_rows(text: str) -> list[dict[str, object]]:
+    """The JSON-object lines of a benchmark's output."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    return rows
+
+
+def _ms(row: dict[str, object], key: str) -> str:
+    value = row.get(key)
+    return f"{value:.2f}" if isinstance(value, float) else "-"
+
+
+def _ratio(row: dict[str, object], key: str) -> str:
+    value = row.get(key)
+    return f"{value:.2f}x" if isinstance(value, float) else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run everything; returns 1 when a benchmark failed."""
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    p.add_argument("--out", default=str(HERE / "results.md"), help="Markdown report path")
+    p.add_argument("--only", default=",".join(LIBS), help="comma-separated libraries")
+    p.add_argument("--skip-adapters", action="store_true", help="only the core benchmarks")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per benchmark")
+    p.add_argument("--tokens", type=int, default=4096, help="positions for the full-KL monitor")
+    a = p.parse_args(argv)
+    libs = [x.strip() for x in a.only.split(",") if x.strip()]
+    bad = sorted(set(libs) - set(LIBS))
+    if bad:
+        p.error(f"--only: unknown {bad}; choose from {list(LIBS)}")
+
+    status: list[tuple[str, str, str, float]] = []  # (library, benchmark, status, seconds)
+    core_rows: list[dict[str, object]] = []
+    adapter_out: dict[str, str] = {}
+    bench_core = str(HERE / "bench_core.py")
+    for lib in libs:
+        python = venv_python(lib)
+        if python is None:
+            status.append((lib, "all", "no venv (set $KLP_VENV_" + lib.upper() + ")", 0.0))
+            continue
+        print(f"[{lib}] core vs {lib}'s KL function ...", file=sys.stderr)
+        rc, text, secs = run([str(python), bench_core, "--lib", lib, "--json"], a.timeout)
+        status.append((lib, "bench_core.py", "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
+        core_rows += json_rows(text) if rc == 0 else []
+        if rc != 0:
+            adapter_out[f"bench_core.py --lib {lib}"] = text
+        script = HERE / f"bench_{lib}.py"
+        if a.skip_adapters:
+            continue
+        if not script.exists():
+            status.append((lib, script.name, "not written yet", 0.0))
+            continue
+        print(f"[{lib}] {script.name} (patched vs native) ...", file=sys.stderr)
+        rc, text, secs = run([str(python), str(script)], a.timeout)
+        status.append((lib, script.name, "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
+        adapter_out[script.name] = text
+    print("[core] full-vocabulary KL monitor ...", file=sys.stderr)
+    cmd = [sys.executable, bench_core, "--full-kl", "--tokens", str(a.tokens), "--json"]
+    rc, text, secs = run(cmd, a.timeout)
+    status.append(
+        ("core", "bench_core.py --full-kl", "ok" if rc == 0 else f"FAILED (rc={rc})", secs)
+    )
+    full_rows = json_rows(text) if rc == 0 else []
+    if rc != 0:
+        adapter_out["bench_core.py --full-kl"] = text
+
+    now = datetime.now(timezone.utc)
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Generated by `python benchmarks/run_all.py` on {now:%Y-%m-%d %H:%M} "
+        f"UTC; {platform.machine()}, {os.cpu_count()} CPU cores, Python "
+        f"{platform.python_version()}. CPU only: timings on a shared machine are noisy, read "
+        "the ratios.",
+        "",
+        "## Runs",
+        "",
+        "| library | benchmark | status | seconds |",
+        "|---|---|---|---|",
+        *[f"| {lib} | {name} | {st} | {secs:.0f} |" for lib, name, st, secs in status],
+        "",
+        "## Core vs each library's own KL function (B=64, T=2048, float32, 1 thread, best of 15)",
+        "",
+        "| library | function | forward ms | fwd+bwd ms | core / native fwd | core / native "
+        "fwd+bwd | max abs diff |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in core_rows:
+        diff = row.get("max_abs_diff")
+        lines.append(
+            f"| {row['library']} | {row['function']} | {_ms(row, 'forward_ms')} | "
+            f"{_ms(row, 'fwd_bwd_ms')} | {_ratio(row, 'ratio_forward')} | "
+            f"{_ratio(row, 'ratio_fwd_bwd')} | {f'{diff:.1e}' if isinstance(diff, float) else ''} |"
+        )
+    lines += [
+        "",
+        f"## Full-vocabulary KL monitor ({a.tokens} positions x V=32000, float32)",
+        "",
+        "| method | seconds | peak RSS increase (MiB) | inputs (MiB) |",
+        "|---|---|---|---|",
+        *[
+            f"| {r['function']} | {float(r['seconds']):.2f} | "  # type: ignore[arg-type]
+            f"{float(r['peak_increase_mib']):.0f} | {float(r['inputs_mib']):.0f} |"  # type: ignore[arg-type]
+            for r in full_rows
+        ],
+    ]
+    for name, text in adapter_out.items():
+        lines += ["", f"## {name}", "", "```", text.rstrip(), "```"]
+    report = "\n".join(lines) + "\n"
+    Path(a.out).write_text(report)
+    print(report)
+    print(f"written to {a.out}", file=sys.stderr)
+    return 0 if all(st in ("ok", "not written yet") or st.startswith("no venv")
+                    for _, _, st, _ in status) else 1  # fmt: skip
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""``kl-patches reproduce``: the paper's comparison in miniature, measured exactly.
+
+Trains an enumerable policy (tabular by default, or ``--model transformer``) on a toy reward
+with REINFORCE + leave-one-out baseline, once per configuration of the paper's grid (k1/k3 in
+reward/loss/both, token and sequence k2 in the loss, and no KL), beta and seed, and reports the
+exact expected reward, reverse KL, regularised objective E[R] - beta * KL(pi || pi_ref) and
+forward KL (final and best over training, mean +- std over seeds) next to the exact optimum.
+``--off-policy`` runs several mini-batch updates per sampled batch and compares each loss-side
+configuration with and without ``importance_weighting='token'``. ``--plot DIR`` draws the curves.
+The training loop is in :mod:`kl_patches.reproduce_train`, tables and plots in
+:mod:`kl_patches.reproduce_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import torch
+
+from kl_patches.config import KLConfig
+from kl_patches.progress import progress
+from kl_patches.reproduce_report import format_table, plot_runs, summarise, summary_lines
+from kl_patches.reproduce_train import MODELS, RunResult, ToyTask, TrainSettings, train
+
+DEFAULT_LR = {"tabular": 0.05, "transformer": 0.003}
+"""Adam learning rate per policy model (a table of logits tolerates a much larger step)."""
+
+GridEntry = tuple[str, Callable[[float], KLConfig]]
+
+ON_POLICY_GRID: list[GridEntry] = [
+    ("k1-in-reward", lambda b: KLConfig.parse("k1-in-reward", coef=b)),
+    ("k3-in-loss", lambda b: KLConfig.parse("k3-in-loss", coef=b)),
+    ("k1-in-loss", lambda b: KLConfig.parse("k1-in-loss", coef=b)),
+    ("k3-in-reward", lambda b: KLConfig.parse("k3-in-reward", coef=b)),
+    ("k1-in-both", lambda b: KLConfig.parse("k1-in-both", coef=b)),
+    ("k3-in-both", lambda b: KLConfig.parse("k3-in-both", coef=b)),
+    ("k2-in-loss (token)", lambda b: KLConfig.parse("k2-in-loss", coef=b)),
+    (
+        "k2-in-loss (sequence)",
+        lambda b: KLConfig.parse("k2-in-loss", coef=b, granularity="sequence"),
+    ),
+    ("none", lambda b: KLConfig(placement="none", coef=b)),
+]
+"""(label, beta -> KLConfig) of the on-policy comparison."""
+
+
+def _iw(name: str) -> Callable[[float], KLConfig]:
+    return lambda b: KLConfig.parse(name, coef=b, importance_weighting="token")
+
+
+OFF_POLICY_GRID: list[GridEntry] = [
+    ("k1-in-reward", lambda b: KLConfig.parse("k1-in-reward", coef=b)),
+    ("k3-in-loss", lambda b: KLConfig.parse("k3-in-loss", coef=b)),
+    ("k3-in-loss [iw]", _iw("k3-in-loss")),
+    ("k1-in-loss", lambda b: KLConfig.parse("k1-in-loss", coef=b)),
+    ("k1-in-loss [iw]", _iw("k1-in-loss")),
+    ("k3-in-both", lambda b: KLConfig.parse("k3-in-both", coef=b)),
+    ("k3-in-both [iw]", _iw("k3-in-both")),
+    ("none", lambda b: KLConfig(placement="none", coef=b)),
+]
+"""The off-policy comparison: each loss-side configuration with and without token IS weights."""
+
+Job = tuple[str, KLConfig, ToyTask, TrainSettings, int, tuple[float, ...]]
+
+
+def make_jobs(
+    grid: list[GridEntry],
+    betas: tuple[float, ...],
+    seeds: int,
+    task: ToyTask,
+    settings: TrainSettings,
+) -> list[Job]:
+    """One job per (configuration, beta, seed); ``none`` once per seed (it ignores beta)."""
+    jobs: list[Job] = []
+    for name, make in grid:
+        for beta in betas[:1] if name == "none" else betas:
+            jobs.extend((name, make(beta), task, settings, s, betas) for s in range(seeds))
+    return jobs
+
+
+def _run(job: Job) -> RunResult:
+    return train(*job)
+
+
+def _init_worker() -> None:
+    torch.set_num_threads(1)
+
+
+def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True) -> list[RunResult]:
+    """Run every job (in ``workers`` processes when > 1), results in job order."""
+    results: Iterator[RunResult]
+    if workers <= 1:
+        results = map(_run, jobs)
+        return list(progress(results, len(jobs), "reproduce", show_progress))
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(workers, initializer=_init_worker) as pool:
+        results = pool.imap(_run, jobs, chunksize=1)
+        return list(progress(results, len(jobs), "reproduce", show_progress))
+
+
+def reproduce(
+    betas: tuple[float, ...] = (0.05, 0.1, 0.3, 1.0),
+    seeds: int = 5,
+    task: ToyTask | None = None,
+    settings: TrainSettings | None = None,
+    off_policy: bool = False,
+    workers: int = 1,
+    show_progress: bool = True,
+    grid: list[GridEntry] | None = None,
+) -> list[RunResult]:
+    """Every run of the comparison (on-policy grid, or the off-policy one)."""
+    task = task or ToyTask()
+    if settings is None:
+        settings = TrainSettings(updates_per_batch=4 if off_policy else 1)
+    if grid is None:
+        grid = OFF_POLICY_GRID if off_policy else ON_POLICY_GRID
+    jobs = make_jobs(grid, betas, seeds, task, settings)
+    return run_jobs(jobs, workers, show_progress)
+
+
+def _betas(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"--betas expects numbers like 0.05,0.1; got {text!r}"
+        ) from err
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"--betas expects non-negative numbers; got {text!r}")
+    return values
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``kl-patches reproduce``."""
+    doc = __doc__ or ""
+    p = argparse.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
+    p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
+    p.add_argument("--seeds", type=int, default=5, help="seeds per configuration (default 5)")
+    p.add_argument("--steps", type=int, default=300, help="updates per run (default 300)")
+    p.add_argument("--batch-size", type=int, default=16, help="sequences per update (16)")
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="Adam learning rate (tabular 0.05, transformer 0.003)",
+    )
+    p.add_argument("--vocab", type=int, default=3, help="vocabulary size V (3)")
+    p.add_argument("--length", type=int, default=4, help="sequence length T (4)")
+    p.add_argument("--task-seed", type=int, default=0, help="seed of the task instance (0)")
+    p.add_argument("--model", choices=MODELS, default="tabular", help="policy (tabular)")
+    p.add_argument(
+        "--off-policy", action="store_true", help="several mini-batch updates per sampled batch"
+    )
+    p.add_argument("--updates", type=int, default=4, help="updates per batch with --off-policy")
+    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    p.add_argument("--plot", metavar="DIR", help="write curves and the summary plot to DIR")
+    p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.seeds < 1 or args.steps < 1 or args.batch_size < 2 or args.updates < 1:
+        p.error("need --seeds >= 1, --steps >= 1, --batch-size >= 2, --updates >= 1")
+    try:
+        task = ToyTask(vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed)
+    except ValueError as exc:
+        p.error(str(exc))
+    settings = TrainSettings(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr if args.lr is not None else DEFAULT_LR[args.model],
+        updates_per_batch=args.updates if args.off_policy else 1,
+    )
+    runs = reproduce(
+        args.betas, args.seeds, task, settings, args.off_policy, args.workers, not args.quiet
+    )
+    mode = (
+        f"off-policy ({settings.updates_per_batch} updates/batch)"
+        if args.off_policy
+        else "on-policy"
+    )
+    print(
+        f"{args.model} policy, V={args.vocab}, T={args.length}, {args.steps} updates of "
+        f"{args.batch_size} samples, Adam lr={settings.lr}, {args.seeds} seeds, {mode}"
+    )
+    rows = summarise(runs, args.betas)
+    print(format_table(rows))
+    for line in summary_lines(rows, off_policy=args.off_policy):
+        print(line)
+    if args.plot:
+        paths = plot_runs(runs, args.betas, Path(args.plot), off_policy=args.off_policy)
+        for path in paths:
+            print(f"plot written to {path}")
+    if args.json:
+        Path(args.json).write_text(json.dumps([_as_json(r) for r in runs]))
+        print(f"metrics written to {args.json}")
+    return 0
+
+
+def _as_json(run: RunResult) -> dict[str, object]:
+    return {
+        "name": run.name,
+        "config": run.config.to_dict(),
+        "seed": run.seed,
+        "reward": run.reward,
+        "reverse_kl": run.reverse_kl,
+        "forward_kl": run.forward_kl,
+        "optimum": {str(k): v for k, v in run.optimum.items()},
+    }
