@@ -276,3 +276,65 @@ def test_loss_patch_with_flags_that_skip_the_kl_fails_loudly(actor: object) -> N
     with pytest.raises(RuntimeError, match="skips the KL loss"):
         run_training_step(actor, wrong, actor_batch())
     assert "--algo.kl.use_loss" in to_args(config)
+
+
+# ----------------------------------------------------------------------------- make_experience
+class FakeGroup:
+    """A Ray actor group that answers ``forward`` with fixed per-micro-batch log-probs."""
+
+    def __init__(self, outputs: list[torch.Tensor]) -> None:
+        self.outputs = outputs
+
+    def async_run_method_batch(self, method_name: str, **kwargs: object) -> list[object]:
+        assert method_name == "forward"
+        return [list(self.outputs)]  # one "actor" answering every micro-batch
+
+
+def run_real_make_experience(
+    batch: dict, args: object, monkeypatch: pytest.MonkeyPatch
+) -> torch.Tensor:
+    """The real make_experience + compute_advantages_and_returns, Ray calls made local."""
+    from types import SimpleNamespace
+
+    from openrlhf.trainer.ppo_utils import experience_maker
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    monkeypatch.setattr(experience_maker, "ray", SimpleNamespace(put=lambda x: x, get=lambda x: x))
+    args.train.colocate_all = args.train.colocate_actor_ref = False  # type: ignore[attr-defined]
+    args.train.colocate_critic_reward = False  # type: ignore[attr-defined]
+    maker = make_experience_maker(args)
+    rows = (slice(0, 4), slice(4, 8))
+    maker.actor_model_group = FakeGroup([batch["logp"][r] for r in rows])
+    has_ref = args.algo.kl.init_coef > 0  # type: ignore[attr-defined]
+    maker.initial_model_group = FakeGroup([batch["ref"][r] for r in rows]) if has_ref else None
+    maker.critic_model_group = maker.reward_model_group = None
+    samples = [
+        Experience(
+            sequences=torch.zeros(4, 10, dtype=torch.long),
+            attention_mask=torch.ones(4, 10, dtype=torch.long),
+            action_mask=batch["mask"][r].clone(),
+            rewards=batch["rewards"][r].clone(),
+            index=list(range(8))[r],
+            info={},
+        )
+        for r in rows
+    ]
+    out = maker.compute_advantages_and_returns(maker.make_experience(samples))
+    return torch.cat([e.returns for e in out])
+
+
+@pytest.mark.parametrize("config", [SEQUENCE_CONFIGS[0], SEQUENCE_CONFIGS[3]], ids=str)
+def test_real_make_experience_path(
+    config: KLConfig, batch: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through OpenRLHF's own make_experience (not our emulation of its KL lines)."""
+    args = args_for(config, advantage="rloo")
+    native = run_real_make_experience(batch, args_for(config, advantage="rloo"), monkeypatch)
+    torch.testing.assert_close(native, run_maker(batch, args_for(config, advantage="rloo")))
+    apply(config)
+    patched = run_real_make_experience(batch, args, monkeypatch)
+    revert()
+    penalty = core.reward_penalty(batch["logp"], batch["ref"], batch["mask"], config)
+    off = args_for(KLConfig(placement="none", coef=0.0), advantage="rloo")
+    want = run_maker(batch, off, batch["rewards"] - penalty)
+    torch.testing.assert_close(patched, want, atol=1e-6, rtol=1e-6)
