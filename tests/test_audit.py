@@ -365,3 +365,58 @@ def test_a_comment_cutting_non_kl_flags_is_a_warning(tmp_path: Path) -> None:
     (finding,) = [f for f in entry.findings if f.code == "script_comment_ends_command"]
     assert finding.severity == "warning" and "trainer.total_epochs=3" in finding.message
     assert entry.status == "unbiased"
+
+
+def test_installed_reads_each_adapters_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every library 'installed': TRL's per-trainer defaults, verl's flat defaults, and
+    OpenRLHF (no installed_defaults) from the adapter's recorded defaults, with a note."""
+    import importlib.util
+
+    import kl_patches.adapters.openrlhf as openrlhf_adapter
+    import kl_patches.adapters.trl as trl_adapter
+    import kl_patches.adapters.verl as verl_adapter
+    from kl_patches.adapters.trl.native import GRPO_DEFAULTS, RLOO_DEFAULTS
+    from kl_patches.adapters.verl.native import DEFAULTS as VERL_DEFAULTS
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name in ("verl", "openrlhf", "trl") else real_find_spec(name),
+    )
+    monkeypatch.setattr(
+        trl_adapter, "installed_defaults", lambda: {"GRPO": GRPO_DEFAULTS, "RLOO": RLOO_DEFAULTS}
+    )
+    monkeypatch.setattr(verl_adapter, "installed_defaults", lambda: dict(VERL_DEFAULTS))
+    assert not hasattr(openrlhf_adapter, "installed_defaults")
+    entries, notes = audit_installed()
+    got = [(e.reading.library, e.reading.trainer, e.status) for e in entries]
+    assert got == [
+        ("verl", "main_ppo (gae)", "kl_off"),  # both verl switches off by default
+        ("openrlhf", "train_ppo_ray (gae)", "unbiased"),  # k1 in the reward, init_coef 0.01
+        ("trl", "GRPOTrainer", "kl_off"),  # beta 0
+        ("trl", "RLOOTrainer", "unbiased"),  # k1 in the reward, beta 0.05
+    ]
+    assert notes == []
+    assert any("no installed_defaults()" in n for n in entries[1].notes)
+
+
+def test_installed_reports_a_failing_adapter_as_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    import kl_patches.adapters.trl as trl_adapter
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "trl" else real_find_spec(name),
+    )
+
+    def broken() -> dict[str, object]:
+        raise RuntimeError("trl 2.0 is installed, tested with >=1.16,<1.17")
+
+    monkeypatch.setattr(trl_adapter, "installed_defaults", broken)
+    entries, notes = audit_installed()
+    assert not [e for e in entries if e.reading.library == "trl"]
+    assert any(n.startswith("trl: installed, but its defaults could not be read") for n in notes)
