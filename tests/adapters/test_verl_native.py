@@ -174,6 +174,14 @@ def test_read_findings() -> None:
     assert all(f.severity in ("error", "warning", "info") for f in both.findings)
 
 
+def test_off_policy_finding_unless_importance_weighted() -> None:
+    plain = KLConfig.parse("k3-in-loss", coef=0.1)
+    weighted = plain.replace(importance_weighting="token")
+    assert "verl.off_policy_loss_kl" in codes(kv.read(kv.to_overrides(plain)))
+    reading = kv.read(kv.to_overrides(weighted))
+    assert reading.off_policy and "verl.off_policy_loss_kl" not in codes(reading)
+
+
 def test_kl_outside_std_validation() -> None:
     with pytest.raises(ValueError, match="reward side"):
         kv.to_overrides(KLConfig.parse("k3-in-loss"), kl_outside_std=True)

@@ -203,7 +203,8 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
             )
         )
     if loss.on:
-        out += _loss_findings(s, loss.name, off_policy)
+        weighted = config.importance_weighting != "none"
+        out += _loss_findings(s, loss.name, off_policy and not weighted)
     native_k3 = config.estimator == "k3" and MARKER not in (reward.name, loss.name)
     if native_k3 and config.placement != "none":
         out.append(
@@ -255,7 +256,7 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
                 "(a token-level k2 in the loss, read as k2).",
             )
         )
-    if off_policy and name != MARKER:
+    if off_policy:
         epochs = s[ACTOR + "ppo_epochs"]
         mini = s[ACTOR + "ppo_mini_batch_size"]
         out.append(
