@@ -28,7 +28,7 @@ from verl_support.batches import (
     ppo_loss_inputs,
     to_dataproto,
 )
-from verl_support.configs import PATCHED, composed, overlay
+from verl_support.configs import PATCHED, overlay
 
 from kl_patches import core
 from kl_patches.adapters import verl as kv
@@ -188,7 +188,7 @@ def _grpo(config: KLConfig, r, kl_outside_std: bool = False):  # type: ignore[no
         *kv.to_overrides(config, kl_outside_std=kl_outside_std),
         "algorithm.adv_estimator=grpo",
     ]
-    cfg = composed(overrides)
+    cfg = overlay(overrides)
     kv.apply(native.patch_spec_of(native.settings_of(cfg)))
     data, metrics = ray_trainer.apply_kl_penalty(
         to_dataproto(r),

@@ -31,7 +31,7 @@ from verl_support.batches import (
     ppo_loss_inputs,
     to_dataproto,
 )
-from verl_support.configs import NATIVE_LOSS, NATIVE_REWARD, composed
+from verl_support.configs import NATIVE_LOSS, NATIVE_REWARD, overlay
 
 from kl_patches import core
 from kl_patches.adapters import verl as kv
@@ -105,10 +105,10 @@ def test_k3_clamps_fire_and_are_read_back() -> None:
 @pytest.mark.parametrize("config", NATIVE_LOSS, ids=str)
 @pytest.mark.parametrize("dp_size", [1, 2])
 def test_ppo_loss_kl_equals_core(config: KLConfig, dp_size: int) -> None:
-    """The KL part of verl's whole actor loss, from verl's composed config, per micro-batch."""
+    """The KL part of verl's whole actor loss, from verl's config with our overrides."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    cfg = composed(
+    cfg = overlay(
         [*kv.to_overrides(config), "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
     )
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
@@ -134,7 +134,7 @@ def test_ppo_loss_kl_equals_core(config: KLConfig, dp_size: int) -> None:
 
 # ----------------------------------------------------------------------------- reward side
 def _native_advantage(config: KLConfig, adv_estimator: str, r, values=None):  # type: ignore[no-untyped-def]
-    cfg = composed([*kv.to_overrides(config), f"algorithm.adv_estimator={adv_estimator}"])
+    cfg = overlay([*kv.to_overrides(config), f"algorithm.adv_estimator={adv_estimator}"])
     kl_ctrl = core_algos.get_kl_controller(cfg.algorithm.kl_ctrl)
     data = to_dataproto(r, values)
     assert cfg.algorithm.use_kl_in_reward
@@ -154,7 +154,7 @@ def _native_advantage(config: KLConfig, adv_estimator: str, r, values=None):  # 
 
 def _reference_advantage(token_rewards: torch.Tensor, adv_estimator: str, r, values=None):  # type: ignore[no-untyped-def]
     """The same verl estimator with the KL switch off, fed rewards already shaped by the core."""
-    cfg = composed(["algorithm.use_kl_in_reward=False", f"algorithm.adv_estimator={adv_estimator}"])
+    cfg = overlay(["algorithm.use_kl_in_reward=False", f"algorithm.adv_estimator={adv_estimator}"])
     data = to_dataproto(r, values)
     data.batch["token_level_rewards"] = token_rewards
     return ray_trainer.compute_advantage(
@@ -195,6 +195,6 @@ def test_reward_to_go_estimators_equal_core_penalty(config: KLConfig, adv_estima
 def test_adaptive_controller_coefficient_is_the_read_coef() -> None:
     """With kl_ctrl.type=adaptive the first step uses kl_coef, which from_config reports."""
     config = KLConfig(estimator="k1", placement="reward", coef=0.2)
-    cfg = composed([*kv.to_overrides(config), "algorithm.kl_ctrl.type=adaptive"])
+    cfg = overlay([*kv.to_overrides(config), "algorithm.kl_ctrl.type=adaptive"])
     kl_ctrl = core_algos.get_kl_controller(cfg.algorithm.kl_ctrl)
     assert kl_ctrl.value == kv.from_config(cfg).coef == 0.2

@@ -177,7 +177,13 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
                 "verl.std_scaled_kl",
                 "warning",
                 "GRPO divides the KL-shaped score by the group's reward std, so the effective KL "
-                "coefficient changes from group to group (large where rewards agree).",
+                "coefficient changes from group to group (large where rewards agree)"
+                + (
+                    "; the loss-side KL is not divided, so the two placements no longer share "
+                    "one coefficient."
+                    if loss.on
+                    else "."
+                ),
                 fix="algorithm.norm_adv_by_std_in_grpo=False, or kl-patches' kl_outside_std patch",
             )
         )

@@ -60,6 +60,12 @@ def _base() -> Any:
 
 
 def overlay(overrides: list[str]) -> Any:
+    """Cached :func:`_overlay` (treat the result as read-only)."""
+    return _overlay(tuple(overrides))
+
+
+@functools.cache
+def _overlay(overrides: tuple[str, ...]) -> Any:
     """Faster than :func:`composed` (about 0.3 s instead of 1.5 s): verl's composed default config
     with ``overrides`` applied by Hydra's own override machinery (same struct checks: unknown
     keys and bad ``+`` raise ``ConfigCompositionException``), skipping the defaults search."""
