@@ -298,3 +298,37 @@ def test_reader_reads_a_patched_trainer(dirs: tuple[Path, Path]) -> None:
     assert reading.trainer == "RLOOTrainer (kl-patches)"
     native_reading = klt.read(trainer.args)  # the args say beta=0.05: TRL's own k1-in-reward
     assert native_reading.config == KLConfig(coef=0.05)
+
+
+@pytest.mark.parametrize("steps_per_generation", [None, 2])
+def test_reward_side_forwards(dirs: tuple[Path, Path], steps_per_generation: int | None) -> None:
+    """One reference forward per scoring pass, always; one policy forward, and only when TRL
+    did not compute the sampling policy's log-probs itself (on-policy)."""
+    trainer = harness.make_trainer(
+        *dirs, "GRPO", patched=True, kl="k1-in-reward", scale_rewards="none",
+        steps_per_generation=steps_per_generation,
+    )  # fmt: skip
+    models: list[str] = []
+    original = trainer._get_per_token_logps_and_entropies
+
+    def counting(model: Any, *args: Any, **kwargs: Any) -> Any:
+        models.append("ref" if model is trainer.ref_model else "policy")
+        return original(model, *args, **kwargs)
+
+    trainer._get_per_token_logps_and_entropies = counting
+    batch = harness.scored_batch(trainer)
+    assert models.count("ref") == 1 and models.count("policy") == 1
+    assert ("old_per_token_logps" in batch) == (steps_per_generation == 2)
+
+
+def test_reader_findings() -> None:
+    off = klt.read({"beta": 0.0})
+    assert off.config.placement == "none"
+    assert [f.code for f in off.findings] == ["trl.kl_off"]
+    seq = klt.read({"beta": 0.04, "importance_sampling_level": "sequence", "loss_type": "grpo"})
+    codes = {f.code for f in seq.findings}
+    assert {"trl.sequence_ratio_on_token_kl", "token_mean_loss"} <= codes
+    assert klt.read({"beta": 0.04, "num_iterations": 2}).off_policy
+    assert klt.read({"trainer": "rloo", "beta": 0.1}).config == KLConfig(coef=0.1)
+    with pytest.raises(ValueError, match="loss_type"):
+        klt.from_trl_config({"beta": 0.1, "loss_type": "ppo"})

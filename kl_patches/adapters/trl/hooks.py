@@ -60,6 +60,8 @@ class KLTrainerMixin:
     """Marker base of the kl-patches trainers; TRL's patched methods pass straight through for
     instances of it (their hooks already run once, in the subclass)."""
 
+    _kl_config: KLConfig
+
 
 def needs_reference(config: KLConfig) -> bool:
     """True when the config uses reference log-probs (a reward or a loss side)."""

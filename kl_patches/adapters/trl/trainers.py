@@ -42,7 +42,7 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
     @property
     def kl_config(self) -> KLConfig:
         """The KL regulariser this trainer runs."""
-        return self._kl_config  # type: ignore[no-any-return]
+        return self._kl_config
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
         return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
@@ -81,7 +81,7 @@ class RLOOTrainer(hooks.KLTrainerMixin, trl.RLOOTrainer):  # type: ignore[misc]
     @property
     def kl_config(self) -> KLConfig:
         """The KL regulariser this trainer runs."""
-        return self._kl_config  # type: ignore[no-any-return]
+        return self._kl_config
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
         return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
