@@ -36,8 +36,18 @@ TRL_SUBCOMMANDS = ("grpo", "rloo")
 LAUNCHERS: dict[str, str] = {
     "kl_patches.openrlhf": "openrlhf",
     "kl_patches.trl": "trl",
+    "kl_patches.adapters.verl.launch": "verl",
 }
-"""kl-patches' own launchers (``python -m`` or ``kl-patches <library>``) and their library."""
+"""kl-patches' own launchers (``python -m`` or ``kl-patches <command>``) and their library."""
+
+
+def _cli_launcher(command: str) -> str:
+    """The launcher module behind ``kl-patches <command>`` ("" when it is not a launcher)."""
+    from kl_patches.cli import COMMANDS
+
+    module = COMMANDS.get(command, "").split(":")[0]
+    return module if module in LAUNCHERS else ""
+
 
 VERL_SECTIONS = ("actor_rollout_ref", "algorithm")
 """Top-level mapping keys that mark a YAML file as a verl (Hydra) config."""
@@ -86,8 +96,8 @@ def _entry(words: list[str]) -> tuple[str, int, str] | None:
         launcher = ""
         if w in ("-m", "--module") and nxt in LAUNCHERS:
             launcher, start = nxt, i + 2
-        elif os.path.basename(w) == "kl-patches" and f"kl_patches.{nxt}" in LAUNCHERS:
-            launcher, start = f"kl_patches.{nxt}", i + 2
+        elif os.path.basename(w) == "kl-patches" and _cli_launcher(nxt):
+            launcher, start = _cli_launcher(nxt), i + 2
         if launcher:
             lib = LAUNCHERS[launcher]
             if lib == "trl":
@@ -203,6 +213,8 @@ def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInpu
         payload = trl_dict(argv, entry.split()[-1], base_dir)
     elif entry == "kl_patches.openrlhf":
         payload, kl_config = _openrlhf_launcher(argv, origin)
+    elif entry == "kl_patches.adapters.verl.launch":
+        payload = _verl_launcher(argv, origin)
     elif lib == "verl":
         payload, options = split_hydra_options(argv)
         if options:
@@ -224,6 +236,32 @@ def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInpu
         unresolved=tuple(cmd.unresolved),
         kl_config=kl_config,
     )
+
+
+def _verl_launcher(argv: list[str], origin: str) -> list[str]:
+    """The Hydra overrides ``kl-patches verl [--kl ...] -- OVERRIDES`` hands to verl.
+
+    The launcher writes the KLConfig as verl overrides (with the patch's marker where verl
+    cannot express it), which the verl reader reads back, so no KLConfig is carried here.
+    """
+    from kl_patches.adapters.verl import launch
+
+    own, user = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
+        if "--" in argv
+        else (
+            argv,
+            [],
+        )
+    )
+    try:
+        args = launch._parser().parse_args(own)
+        config = launch._config(args)
+        return launch.build(config, user, args.kl_outside_std)
+    except SystemExit as err:  # argparse printed why
+        raise InputError(f"{origin}: kl-patches verl cannot parse {' '.join(own)!r}") from err
+    except ValueError as err:
+        raise InputError(f"{origin}: kl-patches verl would refuse this launch: {err}") from err
 
 
 def _openrlhf_launcher(argv: list[str], origin: str) -> tuple[list[str], KLConfig | None]:

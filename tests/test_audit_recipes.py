@@ -13,10 +13,16 @@ from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+NOT_LAUNCHES = {
+    "verl/grid.yaml": "run descriptions that a yq loop turns into kl-patches verl launches",
+}
+"""Recipe files that are data for another script, not a launch or a library config."""
 LAUNCHES = sorted(
     str(p.relative_to(RECIPES))
     for p in RECIPES.rglob("*")
-    if p.suffix in (".sh", ".yaml", ".yml") and p.is_file()
+    if p.suffix in (".sh", ".yaml", ".yml", ".overrides")
+    and p.is_file()
+    and str(p.relative_to(RECIPES)) not in NOT_LAUNCHES
 )
 
 
