@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "demo": "kl_patches.demo:main",
     "reproduce": "kl_patches.reproduce:main",
     "openrlhf": "kl_patches.openrlhf:main",
+    "trl": "kl_patches.adapters.trl.launch:main",
     "verdict": "kl_patches.verdict_cli:main",
     "verl": "kl_patches.adapters.verl.launch:main",
 }
