@@ -318,10 +318,11 @@ def _already(code: str, adapter_codes: list[str]) -> bool:
     return any(stem in c for c in adapter_codes for stem in _GENERIC_STEMS.get(code, (code,)))
 
 
-def audit_findings(
-    reading: NativeReading, on_policy: Verdict, as_run: Verdict
-) -> list[AuditFinding]:
-    """The audit's own, library-independent findings for a reading (not repeating the adapter)."""
+def audit_findings(reading: NativeReading, as_run: Verdict) -> list[AuditFinding]:
+    """The audit's own, library-independent findings for a reading (not repeating the adapter).
+
+    ``as_run`` is theory's verdict with the reading's off-policy flag (its caveats are reused).
+    """
     config = reading.config
     codes = [f.code for f in reading.findings]
     out: list[AuditFinding] = []
@@ -359,7 +360,7 @@ def audit_findings(
             "warning" if unweighted_loss else "info",
             (
                 "Updates reuse samples from an older policy"
-                + (" and the KL loss has no importance weight; " if unweighted_loss else "; ")
+                + (" and the KL loss has no importance weight. " if unweighted_loss else ". ")
                 + caveats.get("Off-policy", "")
             ).strip(),
         )
@@ -400,7 +401,7 @@ def audit_reading(
         AuditFinding(f.code, f.severity, f.message, f.fix, "adapter") for f in reading.findings
     ]
     findings += extra
-    findings += audit_findings(reading, on_policy, as_run)
+    findings += audit_findings(reading, as_run)
     ignored = tuple(ignored)
     kl_like = [
         k
@@ -605,6 +606,7 @@ def _readings_from_defaults(
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kl-patches audit",
+        usage="kl-patches audit [options] [PATH ...] [-- ARGV ...]",
         description="Which KL gradient a verl, OpenRLHF or TRL setup follows, and the fix.",
         epilog=(
             "Examples: kl-patches audit run_grpo.sh | kl-patches audit config.yaml "
