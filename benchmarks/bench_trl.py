@@ -8,7 +8,8 @@ reference), every completion forced to full length so all configurations do the 
 Step time: one scored generation batch (TRL's ``_generate_and_score_completions``), TRL's
 ``_compute_loss`` and the backward -- everything the adapter touches; the optimizer and the
 Trainer loop are the same for all and left out. Median over ``--steps`` steps after one warm-up,
-the configurations interleaved step by step so machine noise hits them alike. Peak memory:
+the configurations interleaved step by step in a shuffled order so machine noise hits them
+alike; the scoring and loss phases are reported apart. Peak memory:
 each configuration again in a fresh child process, 3 steps, the peak resident set size
 (sampled every 2 ms) above the size right before the steps (CPU: RSS, not accelerator memory).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -75,20 +77,19 @@ def build(name: str, model_dir: Path, out: Path, steps: int, length: int) -> Any
         return harness.make_trainer(model_dir, out, "GRPO", patched=patched, kl=kl, **args)
 
 
-def one_step(trainer: Any, seed: int) -> float:
-    """Seconds for one scored generation batch, the loss and its backward (no optimizer)."""
-    import torch
+def one_step(trainer: Any, seed: int) -> tuple[float, float]:
+    """Seconds for (one scored generation batch, the loss and its backward); no optimizer."""
     from trl_support import harness
 
     start = time.perf_counter()
     batch = harness.scored_batch(trainer, seed=seed, num_generations=4)
+    scored = time.perf_counter()
     trainer.current_gradient_accumulation_steps = 1
     loss = trainer._compute_loss(trainer.model, batch)
     loss.backward()
-    elapsed = time.perf_counter() - start
+    done = time.perf_counter()
     trainer.model.zero_grad(set_to_none=True)
-    torch.manual_seed(seed)
-    return elapsed
+    return scored - start, done - scored
 
 
 def _rss_mib() -> float:
@@ -142,10 +143,13 @@ def main() -> int:
     for name in CONFIGS:
         trainers[name] = build(name, model_dir, root / "out", a.steps, a.completion_length)
         harness.perturb(trainers[name].model)  # a policy away from the reference, for all alike
-    times: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in CONFIGS}
+    order = list(trainers)
+    shuffler = random.Random(0)
     for step in range(a.steps + 1):
-        for name, trainer in trainers.items():
-            elapsed = one_step(trainer, seed=step)
+        shuffler.shuffle(order)  # no configuration always runs first or after the same one
+        for name in order:
+            elapsed = one_step(trainers[name], seed=step)
             if step > 0:  # step 0 warms up
                 times[name].append(elapsed)
     memory: dict[str, float] = {}
@@ -156,14 +160,25 @@ def main() -> int:
         memory[name] = json.loads(out.strip().splitlines()[-1])["peak_rss_increase_mib"]
 
     print(f"tiny Qwen2, 16 completions of {a.completion_length} tokens, CPU, 1 torch thread")
-    print(f"{'configuration':40} {'median step (ms)':>17} {'steps':>6} {'peak RSS +MiB':>14}")
-    median = {name: statistics.median(t) for name, t in times.items()}
-    for name in CONFIGS:
-        print(f"{name:40} {1e3 * median[name]:17.1f} {len(times[name]):6d} {memory[name]:14.1f}")
+    print(f"medians over {a.steps} interleaved steps (ms); peak RSS above baseline (MiB)")
+    print(f"{'configuration':40} {'scoring':>9} {'loss+bwd':>9} {'total':>9} {'peak RSS':>9}")
+    med: dict[str, tuple[float, float, float]] = {}
+    for name, t in times.items():
+        med[name] = (
+            statistics.median(x for x, _ in t),
+            statistics.median(y for _, y in t),
+            statistics.median(x + y for x, y in t),
+        )
+        row = " ".join(f"{1e3 * v:9.1f}" for v in med[name])
+        print(f"{name:40} {row} {memory[name]:9.1f}")
     print()
     for num, den, target in RATIOS:
-        ratio = median[num] / median[den]
-        print(f"{num} / {den}: time {ratio:.3f}x (target <= {target})")
+        r = [med[num][i] / med[den][i] for i in range(3)]
+        print(f"{num} / {den}:")
+        print(
+            f"    total {r[2]:.3f}x (target <= {target}); scoring {r[0]:.3f}x, "
+            f"loss+backward {r[1]:.3f}x; peak RSS {memory[num] / memory[den]:.2f}x"
+        )
     return 0
 
 
