@@ -31,7 +31,7 @@ ENTRY_MODULES: dict[str, tuple[str, ...]] = {
 """Python entry points (``python -m``, ``deepspeed --module``, or the ``.py`` path) per library."""
 
 TRL_SUBCOMMANDS = ("grpo", "rloo")
-"""``trl <subcommand>`` launches with a KL regulariser."""
+"""``trl <subcommand>`` launches with a KL regulariser (also ``-m trl.scripts.<subcommand>``)."""
 
 LAUNCHERS: dict[str, str] = {
     "kl_patches.openrlhf": "openrlhf",
@@ -112,6 +112,13 @@ def _entry(words: list[str]) -> tuple[str, int, str] | None:
             for lib, modules in ENTRY_MODULES.items():
                 if nxt in modules:
                     return lib, i + 2, nxt
+        script = w[: -len(".py")].replace("/", ".") if w.endswith(".py") else ""
+        for sub in TRL_SUBCOMMANDS:
+            module = f"trl.scripts.{sub}"
+            if w in ("-m", "--module") and nxt == module:
+                return "trl", i + 2, f"trl {sub}"
+            if script == module or script.endswith("." + module):
+                return "trl", i + 1, f"trl {sub}"
         if w.endswith(".py"):
             dotted = w[: -len(".py")].replace("/", ".").replace("\\", ".")
             for lib, modules in ENTRY_MODULES.items():
@@ -413,13 +420,14 @@ def inputs_from_text(
         return found
     # No launch command: a file of overrides or flags (one or many per line).
     words = [w for cmd in script.commands for w in cmd.words]
-    launches = [c for c in script.commands if c.words and c.words[0] in ("python", "python3")]
-    if kind == "shell" and launches:
+    if kind == "shell":
+        looked = sorted(m for ms in ENTRY_MODULES.values() for m in ms)
+        looked += [f"trl {'|'.join(TRL_SUBCOMMANDS)}", *sorted(LAUNCHERS)]
+        runs = sorted({" ".join(c.words[:3]) for c in script.commands if len(c.words) > 1})
         raise InputError(
-            f"{origin}: no verl, OpenRLHF or TRL launch found (looked for "
-            f"{sorted(m for ms in ENTRY_MODULES.values() for m in ms)} and 'trl "
-            f"{'|'.join(TRL_SUBCOMMANDS)}'); the python commands here run "
-            f"{sorted({' '.join(c.words[1:3]) for c in launches})}"
+            f"{origin}: no verl, OpenRLHF or TRL launch found (looked for {', '.join(looked)}"
+            + (f"; {library} only" if library else "")
+            + f"); the commands here start {runs[:6]}"
         )
     notes = tuple(dict.fromkeys(n for c in script.commands for n in c.notes))
     unresolved = tuple(dict.fromkeys(u for c in script.commands for u in c.unresolved))

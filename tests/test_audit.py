@@ -420,3 +420,35 @@ def test_installed_reports_a_failing_adapter_as_a_note(monkeypatch: pytest.Monke
     entries, notes = audit_installed()
     assert not [e for e in entries if e.reading.library == "trl"]
     assert any(n.startswith("trl: installed, but its defaults could not be read") for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("line", "library", "trainer"),
+    [
+        ("accelerate launch --num_processes 8 trl/scripts/rloo.py --beta 0.02", "trl", "RLOO"),
+        ("python -m trl.scripts.grpo --beta 0.01", "trl", "GRPO"),
+        ("trl grpo --beta 0.01", "trl", "GRPO"),
+        ("kl-patches openrlhf --kl k1-in-reward --kl.coef 0.02", "openrlhf", "(kl-patches)"),
+        ("deepspeed --module openrlhf.cli.train_ppo_ray --init_kl_coef 0.1", "openrlhf", "gae"),
+        ("python3 verl/trainer/main_ppo.py algorithm.use_kl_in_reward=True", "verl", "main_ppo"),
+        ("kl-patches verl --kl k1-in-reward -- algorithm.adv_estimator=rloo", "verl", "rloo"),
+    ],
+)
+def test_launch_forms_are_recognised(tmp_path: Path, line: str, library: str, trainer: str) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(f"#!/bin/bash\n{line}\n")
+    (entry,) = audit(path)
+    assert entry.reading.library == library and trainer in entry.reading.trainer
+
+
+def test_a_script_without_a_launch_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text("#!/bin/bash\naccelerate launch my_train.py --lr 1e-6\n")
+    code, _, err = run(capsys, str(path))
+    assert code == 2 and "no verl, OpenRLHF or TRL launch found" in err
+    assert "accelerate launch my_train.py" in err
+    path.write_text("kl-patches verl --no-such-option -- a=1\n")
+    code, _, err = run(capsys, str(path))
+    assert code == 2 and "kl-patches verl cannot parse" in err
