@@ -14,7 +14,7 @@ from openrlhf_support.harness import activate
 activate()
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("openrlhf.cli.train_ppo_ray")  # loads every OpenRLHF module
+pytest.importorskip("openrlhf.trainer.ppo_utils.experience_maker")
 
 from openrlhf_support.cases import (  # noqa: E402
     COEF,
@@ -64,8 +64,19 @@ def batch() -> dict[str, torch.Tensor]:
 
 # ----------------------------------------------------------------------------- registry
 def test_every_module_that_imported_compute_approx_kl_is_patched_and_restored() -> None:
+    import importlib
+    import pkgutil
+
+    import openrlhf
     from openrlhf.models import utils
 
+    missing = []
+    for info in pkgutil.walk_packages(openrlhf.__path__, "openrlhf."):
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError:
+            missing.append(info.name)
+    assert set(missing) <= {"openrlhf.cli.serve_rm"}  # needs uvicorn; holds no KL code
     importers = sorted(
         name
         for name, module in list(sys.modules.items())
@@ -199,6 +210,13 @@ def test_reward_patch_without_reference_model_fails_loudly(batch: dict) -> None:
     exps[0].kl = torch.zeros(4, 6)  # what make_experience stores without a reference model
     with pytest.raises(RuntimeError, match="neither reference log-probs"):
         make_experience_maker(args).compute_advantages_and_returns(exps)
+
+
+def test_reward_only_patch_under_use_loss_fails_loudly(batch: dict) -> None:
+    config = KLConfig(placement="reward", coef=COEF)
+    apply(config)
+    with pytest.raises(RuntimeError, match="adds its own KL loss"):
+        run_maker(batch, make_args(init_coef=COEF, use_loss=True, advantage="rloo"))
 
 
 # ----------------------------------------------------------------------------- loss side

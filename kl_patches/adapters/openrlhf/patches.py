@@ -177,6 +177,11 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
     def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
         config = _config()
+        if not config.has_loss and self.strategy.args.algo.kl.use_loss:
+            raise RuntimeError(
+                f"kl_patches: {config} has no loss side, but OpenRLHF runs with "
+                f"--algo.kl.use_loss, which adds its own KL loss; launch with {to_args(config)}"
+            )
         if config.has_reward:
             coef = float(self.kl_ctl.value)
             if coef <= 0:
