@@ -212,6 +212,34 @@ def exact_metrics(problem: Problem, all_logp: torch.Tensor) -> tuple[float, floa
 
 
 # ---------------------------------------------------------------------------- the update
+class Adam:
+    """Plain Adam (Kingma & Ba, default betas, no weight decay), the same update rule as
+    ``torch.optim.Adam``; written out because the first ``torch.optim`` optimizer of a process
+    imports ``torch._dynamo``, seconds that would dominate these small runs."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float) -> None:
+        self.params, self.lr, self.t = params, lr, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def zero_grad(self) -> None:
+        """Drop the gradients."""
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+        """One update from the current gradients."""
+        self.t += 1
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            m.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+            denom = (v / (1 - beta2**self.t)).sqrt_().add_(eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - beta1**self.t))
+
+
 def policy_loss(
     config: KLConfig,
     logp: torch.Tensor,
@@ -270,7 +298,7 @@ def _train(
 ) -> RunResult:
     problem = make_toy(task)
     model = problem.model
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    opt = Adam(list(model.parameters()), lr=settings.lr)
     gen = torch.Generator().manual_seed(10_000 + seed)
     result = RunResult(name=name, config=config, seed=seed)
     result.optimum = {b: optimum(problem, b) for b in (*betas, config.coef)}
