@@ -293,7 +293,9 @@ def _read_text(path: Path) -> str:
     except FileNotFoundError as err:
         raise InputError(f"{path}: no such file") from err
     except IsADirectoryError as err:
-        raise InputError(f"{path}: is a directory, not a config or launch script") from err
+        raise InputError(
+            f"{path}: is a directory; pass its launch scripts and configs (e.g. {path}/*.sh)"
+        ) from err
     except UnicodeDecodeError as err:
         raise InputError(f"{path}: not a text file (not UTF-8)") from err
     except OSError as err:

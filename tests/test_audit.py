@@ -452,3 +452,18 @@ def test_a_script_without_a_launch_exits_2(
     path.write_text("kl-patches verl --no-such-option -- a=1\n")
     code, _, err = run(capsys, str(path))
     assert code == 2 and "kl-patches verl cannot parse" in err
+
+
+def test_flat_openrlhf_names_count_as_read(tmp_path: Path) -> None:
+    """Pre-0.10.2 flag names alias the dotted settings; removing or probing them changes the
+    reading, so they are not reported as ignored (the group test finds them)."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain m --init_kl_coef 0.02 "
+        "--use_kl_loss --kl_estimator k3 --save_path /x --kl_horizn 5\n"
+    )
+    (entry,) = audit(path)
+    assert entry.reading.config.placement == "loss" and entry.reading.config.coef == 0.02
+    assert entry.ignored_keys == ("pretrain", "save_path", "kl_horizn")
+    (typo,) = [f for f in entry.findings if f.code == "ignored_kl_key"]
+    assert "kl_horizn" in typo.message
