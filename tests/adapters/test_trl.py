@@ -143,6 +143,8 @@ def test_grpo_k1_in_reward_matches_independent_computation(
     if scale_rewards == "group":
         expected = expected / (groups.std(1).repeat_interleave(4) + 1e-4)
     assert float((batch["advantages"] - expected).abs().max()) < 1e-5
+    table = torch.tensor(list(trainer._logs["advantages"]))  # TRL's completions table
+    assert torch.allclose(table, batch["advantages"])
     task_only = (task.view(-1, 4) - task.view(-1, 4).mean(1, keepdim=True)).view(-1)
     assert float((expected - task_only).abs().max()) > 1e-3  # the KL moved the advantages
 

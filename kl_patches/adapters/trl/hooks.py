@@ -237,6 +237,17 @@ def _policy_logps_again(trainer: Any, calls: list[Any]) -> torch.Tensor:
     return out[0]
 
 
+def _relog_advantages(trainer: Any, advantages: torch.Tensor) -> None:
+    """Replace the advantages TRL just put in its completions table with the recomputed ones."""
+    logged = getattr(trainer, "_logs", {}).get("advantages")
+    if logged is None:
+        return
+    n = min(len(logged), advantages.numel())
+    for _ in range(n):
+        logged.pop()
+    logged.extend(advantages[advantages.numel() - n :].tolist())
+
+
 def _local_slice(trainer: Any, batch_size: int) -> slice:
     rank = trainer.accelerator.process_index
     return slice(rank * batch_size, (rank + 1) * batch_size)
@@ -280,6 +291,7 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     )
     rewards = summed_rewards(rewards_per_func, trainer.reward_weights)
     advantages, scale = grpo_advantages(rewards, penalty, num_generations, trainer.scale_rewards)
+    _relog_advantages(trainer, advantages)
     local = _local_slice(trainer, out["completion_ids"].size(0))
     advantages, scale = advantages[local], scale[local]
     if config.reward_shape == "reward_to_go":
@@ -381,6 +393,7 @@ def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
         trainer.reward_clip_range,
         trainer.normalize_advantages,
     )
+    _relog_advantages(trainer, advantages)
     out["advantages"] = advantages[_local_slice(trainer, out["completion_ids"].size(0))]
     return out
 
