@@ -44,9 +44,9 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def core(session: nox.Session) -> None:
-    """The core: config, estimators, theory, exact oracle, CLI (torch only)."""
+    """The core: config, estimators, theory, exact oracle, audit, CLI (torch + pyyaml, rich)."""
     session.install(TORCH)
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev,audit]")
     _pytest(session, "tests", "--ignore=tests/adapters")
 
 
