@@ -356,3 +356,29 @@ def test_real_make_experience_path(
     off = args_for(KLConfig(placement="none", coef=0.0), advantage="rloo")
     want = run_maker(batch, off, batch["rewards"] - penalty)
     torch.testing.assert_close(patched, want, atol=1e-6, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- setup hook
+def test_hook_patches_already_imported_modules_and_needs_a_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-process half of the Ray hook (the worker half is in test_openrlhf_ray.py)."""
+    import openrlhf.trainer.ray.ppo_actor  # noqa: F401
+
+    from kl_patches.adapters.openrlhf import hook
+
+    monkeypatch.delenv(hook.ENV_VAR, raising=False)
+    with pytest.raises(RuntimeError, match="KL_PATCHES_OPENRLHF is not set"):
+        hook.setup()
+    monkeypatch.setenv(hook.ENV_VAR, hook.config_to_env(EVERYTHING))
+    try:
+        hook.setup()
+        hook.setup()  # idempotent: one finder, same patches
+        assert sum(type(f).__name__ == "_PostImportFinder" for f in sys.meta_path) == 1
+        status = hook.status()
+        assert status["configured"] and status["hook_installed"]
+        assert sorted(applied()) == sorted(t.name for t in P.TARGETS)
+        assert P.active_config() == EVERYTHING
+    finally:
+        hook.uninstall()
+    assert hook.status()["hook_installed"] is False
