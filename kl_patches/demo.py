@@ -54,8 +54,9 @@ def audit_recipes(folder: Path) -> list[str]:
         library = path.parent.name if path.parent.name in LIBRARIES else None
         try:
             entries += audit.audit(str(path), library, {})
-        except audit.AuditError as err:
-            unreadable.append(f"  not read: {path.relative_to(folder)}: {err}")
+        except Exception as err:  # e.g. YAML without pyyaml: say so, audit the rest
+            reason = str(err).split(": ", 1)[-1] if str(path) in str(err) else str(err)
+            unreadable.append(f"  not read: {path.relative_to(folder)}: {reason}")
     if not entries:
         return unreadable
     text = audit_report.render_plain(entries)

@@ -14,7 +14,6 @@ The training loop is in :mod:`kl_patches.reproduce_train`, tables and plots in
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +22,14 @@ import torch
 
 from kl_patches.config import KLConfig
 from kl_patches.progress import progress
-from kl_patches.reproduce_report import format_table, plot_runs, summarise, summary_lines
+from kl_patches.reproduce_report import (
+    format_markdown,
+    format_table,
+    plot_runs,
+    runs_to_json,
+    summarise,
+    summary_lines,
+)
 from kl_patches.reproduce_train import MODELS, RunResult, ToyTask, TrainSettings, train
 
 DEFAULT_LR = {"tabular": 0.05, "transformer": 0.003}
@@ -159,6 +165,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     p.add_argument("--plot", metavar="DIR", help="write curves and the summary plot to DIR")
     p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.seeds < 1 or args.steps < 1 or args.batch_size < 2 or args.updates < 1:
@@ -194,18 +201,9 @@ def main(argv: list[str]) -> int:
         for path in paths:
             print(f"plot written to {path}")
     if args.json:
-        Path(args.json).write_text(json.dumps([_as_json(r) for r in runs]))
+        Path(args.json).write_text(runs_to_json(runs))
         print(f"metrics written to {args.json}")
+    if args.markdown:
+        Path(args.markdown).write_text(format_markdown(rows) + "\n")
+        print(f"table written to {args.markdown}")
     return 0
-
-
-def _as_json(run: RunResult) -> dict[str, object]:
-    return {
-        "name": run.name,
-        "config": run.config.to_dict(),
-        "seed": run.seed,
-        "reward": run.reward,
-        "reverse_kl": run.reverse_kl,
-        "forward_kl": run.forward_kl,
-        "optimum": {str(k): v for k, v in run.optimum.items()},
-    }

@@ -7,10 +7,12 @@ The ``none`` configuration (no KL) is trained once per seed and scored at every 
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from kl_patches.config import KLConfig
 from kl_patches.reproduce_train import RunResult
 
 
@@ -105,6 +107,40 @@ def format_table(rows: list[Row]) -> str:
         "optimum = beta*log E_ref[exp(R/beta)]."
     )
     return "\n".join(lines)
+
+
+def runs_to_json(runs: list[RunResult]) -> str:
+    """Every run's metrics as JSON (``kl-patches reproduce --json FILE``)."""
+    return json.dumps(
+        [
+            {
+                "name": r.name,
+                "config": r.config.to_dict(),
+                "seed": r.seed,
+                "reward": r.reward,
+                "reverse_kl": r.reverse_kl,
+                "forward_kl": r.forward_kl,
+                "optimum": {str(k): v for k, v in r.optimum.items()},
+            }
+            for r in runs
+        ]
+    )
+
+
+def runs_from_json(text: str) -> list[RunResult]:
+    """Inverse of :func:`runs_to_json` (to redo tables and plots without training again)."""
+    return [
+        RunResult(
+            name=d["name"],
+            config=KLConfig.from_dict(d["config"]),
+            seed=d["seed"],
+            reward=d["reward"],
+            reverse_kl=d["reverse_kl"],
+            forward_kl=d["forward_kl"],
+            optimum={float(k): v for k, v in d["optimum"].items()},
+        )
+        for d in json.loads(text)
+    ]
 
 
 def format_markdown(rows: list[Row]) -> str:

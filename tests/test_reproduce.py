@@ -10,7 +10,7 @@ import torch
 
 from kl_patches.config import KLConfig
 from kl_patches.reproduce import OFF_POLICY_GRID, ON_POLICY_GRID, main, make_jobs, run_jobs
-from kl_patches.reproduce_report import format_markdown, format_table, summarise
+from kl_patches.reproduce_report import format_markdown, format_table, runs_from_json, summarise
 from kl_patches.reproduce_train import (
     TabularModel,
     ToyTask,
@@ -123,8 +123,12 @@ def test_off_policy_grid_pairs_each_loss_config_with_its_weighted_twin() -> None
 
 def test_cli_runs_small_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--seeds", "1", "--steps", "4", "--betas", "0.1", "--workers", "1", "--quiet"]
-    assert main([*args, "--plot", str(tmp_path), "--json", str(tmp_path / "r.json")]) == 0
+    files = ["--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")]
+    assert main([*args, "--plot", str(tmp_path), *files]) == 0
     out = capsys.readouterr().out
+    runs = runs_from_json((tmp_path / "r.json").read_text())
+    assert len(runs) == len(ON_POLICY_GRID) and runs[0].reward[-1] > 0
+    assert (tmp_path / "r.md").read_text().startswith("| beta")
     assert "k3-in-loss" in out and "Ranking" in out
     assert (tmp_path / "reproduce_curves.png").stat().st_size > 0
     assert main([*args, "--off-policy", "--updates", "2"]) == 0
