@@ -80,6 +80,7 @@ def test_launcher_refuses_clashing_keys(capsys: pytest.CaptureFixture[str]) -> N
     code = launch.main(["--kl", "k1-in-reward", "--", "algorithm.kl_ctrl.kl_coef=0.5"])
     assert code == 2 and "algorithm.kl_ctrl.kl_coef" in capsys.readouterr().err
     assert launch.main(["--kl", "k9-in-loss", "--print"]) == 2
+    assert launch.main(["--kl-outside-std", "--print"]) == 2
 
 
 def test_launcher_strict_fails_on_error_findings() -> None:

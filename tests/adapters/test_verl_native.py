@@ -188,6 +188,10 @@ def test_kl_outside_std_validation() -> None:
     overrides = kv.to_overrides(KLConfig(coef=0.1), kl_outside_std=True)
     spec = native.patch_spec_of(native.settings_of(overrides))
     assert spec is not None and spec.kl_outside_std and spec.config == KLConfig(coef=0.1)
+    grpo = [*overrides, "algorithm.adv_estimator=grpo"]
+    assert {"verl.kl_patches_patch"} == codes(kv.read(grpo))
+    native_grpo = [*kv.to_overrides(KLConfig(coef=0.1)), "algorithm.adv_estimator=grpo"]
+    assert "verl.std_scaled_kl" in codes(kv.read(native_grpo))
 
 
 def test_reader_works_without_verl() -> None:

@@ -100,8 +100,8 @@ def test_patch_active_in_worker_and_absent_when_not_configured(cluster) -> None:
     # The worker computes the core's importance-weighted k3 term through verl's own ppo_loss.
     value = ray.get(configured.loss_kl.remote(kv.to_overrides(CONFIG)), timeout=300)
     r = make_rollout(seed=21)
-    expected = core.loss_term(r.logp, r.ref_logp, r.mask, CONFIG, old_logp=r.old_logp)
-    assert abs(value - float(expected)) < 1e-6
+    expected = core.loss_term(r.logp.detach(), r.ref_logp, r.mask, CONFIG, old_logp=r.old_logp)
+    assert abs(value - expected.item()) < 1e-6
     # Without the patch the same overrides fail loudly in the worker.
     with pytest.raises(ray.exceptions.RayTaskError, match="NotImplementedError"):
         ray.get(unconfigured.loss_kl.remote(kv.to_overrides(CONFIG)), timeout=300)

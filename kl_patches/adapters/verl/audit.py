@@ -20,9 +20,11 @@ from kl_patches.adapters.verl.native import (
     TESTED_VERSIONS,
     VERL_ESTIMATORS,
     KLConfig,
+    PatchSpec,
     _loss_side,
     _reward_side,
     from_config,
+    patch_spec_of,
     settings_of,
     to_overrides,
 )
@@ -106,6 +108,18 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
     adv = str(s["algorithm.adv_estimator"])
     fix = _fix_text(s)
     out: list[Finding] = []
+    spec = _requested_patch(s)
+    if spec is not None and MARKER in (reward.name, loss.name):
+        out.append(
+            Finding(
+                "verl.kl_patches_patch",
+                "info",
+                f"The KL runs through the kl-patches verl patch ({spec.config}"
+                + (", KL outside GRPO's std" if spec.kl_outside_std else "")
+                + "): kl-patches must be installed on every node; verl alone raises on the "
+                f"estimator name {MARKER!r}.",
+            )
+        )
     if not reward.on and not loss.on:
         out.append(
             Finding(
@@ -171,7 +185,9 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
                 fix=fix,
             )
         )
-    if reward.on and adv in GRPO_LIKE and bool(s["algorithm.norm_adv_by_std_in_grpo"]):
+    outside_std = spec is not None and spec.kl_outside_std and reward.name == MARKER
+    std_on = bool(s["algorithm.norm_adv_by_std_in_grpo"])
+    if reward.on and adv in GRPO_LIKE and std_on and not outside_std:
         out.append(
             Finding(
                 "verl.std_scaled_kl",
@@ -222,6 +238,13 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
             )
         )
     return out
+
+
+def _requested_patch(s: dict[str, Any]) -> PatchSpec | None:
+    try:
+        return patch_spec_of(s)
+    except ValueError:
+        return None
 
 
 def _value_estimator(name: str) -> str | None:

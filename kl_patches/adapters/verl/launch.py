@@ -68,8 +68,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _config(args: argparse.Namespace) -> KLConfig | None:
     if args.kl is None:
-        if args.coef is not None or args.set:
-            raise ValueError("--coef and --set need --kl (the estimator and placement)")
+        if args.coef is not None or args.set or args.kl_outside_std:
+            raise ValueError(
+                "--coef, --set and --kl-outside-std need --kl (the estimator and placement)"
+            )
         return None
     fields: dict[str, Any] = {}
     if args.coef is not None:
