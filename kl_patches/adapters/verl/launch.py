@@ -18,8 +18,14 @@ import subprocess
 import sys
 from typing import Any
 
-from kl_patches.adapters.verl.audit import read
-from kl_patches.adapters.verl.native import ENV_VAR, needs_patch, patch_spec_of, settings_of
+from kl_patches.adapters.verl.audit import installed_version, read
+from kl_patches.adapters.verl.native import (
+    ENV_VAR,
+    TESTED_VERSIONS,
+    needs_patch,
+    patch_spec_of,
+    settings_of,
+)
 from kl_patches.adapters.verl.native import to_overrides as _to_overrides
 from kl_patches.config import KLConfig
 
@@ -142,6 +148,20 @@ def main(argv: list[str]) -> int:
         print(f"kl-patches verl: {exc}", file=sys.stderr)
         return 2
     print(f"kl-patches verl: KL as configured: {reading.config}", file=sys.stderr)
+    from kl_patches.theory import verdict
+
+    v = verdict(reading.config, off_policy=reading.off_policy)
+    state = "unbiased" if v.unbiased else "biased" if reading.config.placement != "none" else "off"
+    print(f"kl-patches verl: verdict: {state} ({v.gradient}). {v.advice}", file=sys.stderr)
+    if not v.unbiased:
+        print(f"kl-patches verl: k1-in-reward natively: {' '.join(reading.fix)}", file=sys.stderr)
+    version = installed_version()
+    if version is not None and version not in TESTED_VERSIONS:
+        print(
+            f"kl-patches verl: warning: verl {version} is installed; the overrides and findings "
+            f"are those of verl {', '.join(TESTED_VERSIONS)}",
+            file=sys.stderr,
+        )
     for finding in reading.findings:
         fix = f" Fix: {finding.fix}" if finding.fix else ""
         print(
