@@ -334,3 +334,25 @@ def test_reader_findings() -> None:
     assert klt.read({"trainer": "rloo", "beta": 0.1}).config == KLConfig(coef=0.1)
     with pytest.raises(ValueError, match="loss_type"):
         klt.from_trl_config({"beta": 0.1, "loss_type": "ppo"})
+
+
+@pytest.mark.parametrize("kind", ["GRPO", "RLOO"])
+def test_full_vocab_monitor(dirs: tuple[Path, Path], kind: str) -> None:
+    trainer = harness.make_trainer(*dirs, kind, patched=True, kl="k3-in-loss", monitor=True)
+    harness.perturb(trainer.model)
+    batch = harness.scored_batch(trainer, seed=17)
+    logged = trainer._metrics["train"]["kl/full_vocab"][-1]
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    t = batch["completion_ids"].size(1)
+    with torch.no_grad():
+        p, q = (
+            torch.softmax(m(input_ids=ids, attention_mask=att).logits[:, -t - 1 : -1], -1)
+            for m in (trainer.model, trainer.ref_model)
+        )
+    per_token = (p * (p.log() - q.log())).sum(-1) * batch["completion_mask"]
+    expected = float(per_token.sum(-1).mean())
+    assert expected > 1e-2
+    assert logged == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="separate reference model"):
+        harness.make_trainer(*dirs, kind, patched=True, kl="none", monitor=True)

@@ -3,8 +3,9 @@
 ``TrlParser((GRPOConfig, KLArguments, ...))`` then accepts ``--kl_estimator k1 --kl_placement
 reward --kl_coef 0.05`` on the command line and the same keys in a TRL YAML config
 (``--config recipe.yaml``). :meth:`KLArguments.to_config` validates and returns the KLConfig.
-Every field maps one to one onto a :class:`~kl_patches.KLConfig` field of the same name
-without the ``kl_`` prefix; the defaults are KLConfig's (k1 in the reward, coef 0.05).
+Every field but ``kl_full_monitor`` maps one to one onto a :class:`~kl_patches.KLConfig` field
+of the same name without the ``kl_`` prefix; the defaults are KLConfig's (k1 in the reward,
+coef 0.05).
 """
 
 from __future__ import annotations
@@ -60,9 +61,18 @@ class KLArguments:
         metadata={"help": "Clamp each per-token estimator value to [-c, c]."},
     )
 
+    kl_full_monitor: bool = field(
+        default=False,
+        metadata={
+            "help": "Also log kl/full_vocab, the exact KL over the vocabulary (two extra "
+            "forwards per generation batch). A monitor only: not part of the KL config."
+        },
+    )
+
     def to_config(self) -> KLConfig:
         """The validated :class:`~kl_patches.KLConfig` (raises ValueError naming valid choices)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values.pop("kl_full_monitor")
         data = {name.removeprefix("kl_"): value for name, value in values.items()}
         data["kl_clamp"] = data.pop("clamp")
         return KLConfig.from_dict(data)

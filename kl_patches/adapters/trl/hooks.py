@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from kl_patches.config import KLConfig
-from kl_patches.core import kl_terms, loss_term, reward_penalty, sequence_kl
+from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
 from .advantages import grpo_advantages, rloo_advantages, summed_rewards
 from .native import (
@@ -132,17 +132,29 @@ def validate(kind: str, args: Any, config: KLConfig) -> None:
         )
 
 
-def init_state(trainer: Any, config: KLConfig) -> None:
-    """Attach the adapter's per-trainer state (before TRL's ``__init__`` runs)."""
+def init_state(trainer: Any, config: KLConfig, full_monitor: bool = False) -> None:
+    """Attach the adapter's per-trainer state (before TRL's ``__init__`` runs).
+
+    ``full_monitor`` logs ``kl/full_vocab``, the exact KL over the vocabulary summed over each
+    completion (:func:`kl_patches.core.full_kl`): a low-variance monitor that costs one extra
+    policy and one extra reference forward with full logits per generation batch.
+    """
     trainer._kl_config = config
+    trainer._kl_full_monitor = bool(full_monitor)
     trainer._kl_capture = None
     trainer._kl_rewards_per_func = None
     trainer._kl_loss_calls = 0
 
 
 def after_init(trainer: Any, kind: str) -> None:
-    """Warnings that need the constructed trainer."""
+    """Checks and warnings that need the constructed trainer."""
     config: KLConfig = trainer._kl_config
+    if trainer._kl_full_monitor and trainer.ref_model is None:
+        raise ValueError(
+            "kl_patches.trl: the full-vocabulary KL monitor needs a separate reference model: "
+            "use a KL config with a reward or loss side (placement 'reward', 'loss' or 'both') "
+            "and no PEFT adapter, or kl_full_monitor=False"
+        )
     if kind == "GRPO" and config.has_reward and trainer.scale_rewards != "none":
         warnings.warn(
             f"kl_patches.trl: KL in the reward with scale_rewards={trainer.scale_rewards!r}: "
@@ -248,6 +260,33 @@ def _relog_advantages(trainer: Any, advantages: torch.Tensor) -> None:
     logged.extend(advantages[advantages.numel() - n :].tolist())
 
 
+_MULTIMODAL = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes")
+
+
+def _log_full_kl(trainer: Any, calls: list[Any], mask: torch.Tensor) -> None:
+    """``kl/full_vocab``: mean over completions of sum_t KL(pi(.|s_t) || pi_ref(.|s_t))."""
+    if not calls:
+        raise RuntimeError(
+            _NOT_TAKEN.format(hook="_get_per_token_logps_and_entropies", where="scoring")
+        )
+    args, kwargs, _ = calls[-1]
+    if any(kwargs.get(k) is not None for k in _MULTIMODAL):
+        raise ValueError("kl_patches.trl: the full-vocabulary KL monitor supports text-only models")
+    ids, attention, keep = args[1], args[2], args[3]
+    chunk = kwargs.get("batch_size", args[4] if len(args) > 4 else None) or ids.size(0)
+    totals = []
+    with torch.no_grad(), trainer.accelerator.autocast():
+        for start in range(0, ids.size(0), chunk):
+            rows = slice(start, start + chunk)
+            logits = [
+                model(input_ids=ids[rows], attention_mask=attention[rows]).logits[:, -keep - 1 : -1]
+                / trainer.temperature
+                for model in (trainer.model, trainer.ref_model)
+            ]
+            totals.append(full_kl(logits[0], logits[1], mask[rows]).sum(-1))
+    _log(trainer, "kl/full_vocab", _global_mean(trainer, torch.cat(totals)))
+
+
 def _local_slice(trainer: Any, batch_size: int) -> slice:
     rank = trainer.accelerator.process_index
     return slice(rank * batch_size, (rank + 1) * batch_size)
@@ -269,9 +308,13 @@ def _log_reward_side(
 def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any) -> Any:
     """``_generate_and_score_completions`` with the reward-side penalty before the baseline."""
     config: KLConfig = trainer._kl_config
-    if not config.has_reward:
+    if not config.has_reward and not trainer._kl_full_monitor:
         return call(inputs)
     out, calls, rewards_per_func = _run_capturing(trainer, call, inputs)
+    if trainer._kl_full_monitor:
+        _log_full_kl(trainer, calls, _loss_mask(out))
+    if not config.has_reward:
+        return out
     if rewards_per_func is None:
         raise RuntimeError(_NOT_TAKEN.format(hook="_calculate_rewards", where="scoring"))
     ref = out.get("ref_per_token_logps")
@@ -373,6 +416,8 @@ def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
         )
     policy, ref = calls[0][2], calls[1][2]
     mask = out["completion_mask"]
+    if trainer._kl_full_monitor:
+        _log_full_kl(trainer, calls, mask)
     if config.has_loss:
         out[REF_KEY] = ref
         out[OLD_KEY] = policy

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     script = importlib.import_module(SCRIPTS[args[0]])
     types = (*script.make_parser().dataclass_types, KLArguments)
     *parsed, kl_args = TrlParser(types).parse_args_and_config(args[1:])
-    config = apply(kl_args.to_config())
+    config = apply(kl_args.to_config(), full_monitor=kl_args.kl_full_monitor)
     script.main(*parsed)
     calls = hook_calls()
     rank = os.environ.get("RANK", "0")

@@ -30,6 +30,9 @@ _ORIGINALS: dict[tuple[type, str], Any] = {}
 _ACTIVE: list[KLConfig] = []
 """The config applied to trainers built without ``kl=`` (empty when not applied)."""
 
+_MONITOR: list[bool] = []
+"""Whether trainers built without ``kl_full_monitor=`` log the full-vocabulary KL."""
+
 _CALLS: Counter[str] = Counter()
 """How often each patched method ran its hook in this process (the proof that the patch took)."""
 
@@ -65,15 +68,17 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
             args: Any = None,
             *more: Any,
             kl: Any = None,
+            kl_full_monitor: bool | None = None,
             **kwargs: Any,
         ) -> None:
             if isinstance(self, hooks.KLTrainerMixin):
-                if kl is not None:
+                if kl is not None or kl_full_monitor is not None:
                     raise TypeError("pass kl= to the kl_patches trainer itself")
                 original(self, model, reward_funcs, args, *more, **kwargs)
                 return
             config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
-            hooks.init_state(self, config)
+            monitor = _MONITOR[-1] if kl_full_monitor is None else kl_full_monitor
+            hooks.init_state(self, config, monitor)
             args = hooks.prepare_args(kind, model, args, config)
             original(self, model, reward_funcs, args, *more, **kwargs)
             hooks.after_init(self, kind)
@@ -105,12 +110,16 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
 
 
 def apply(
-    config: KLConfig | str | dict[str, Any] | None = None, *, force: bool = False
+    config: KLConfig | str | dict[str, Any] | None = None,
+    *,
+    force: bool = False,
+    full_monitor: bool = False,
 ) -> KLConfig:
     """Patch ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` to run ``config`` (default k1-in-reward).
 
-    Raises on an untested TRL version unless ``force`` (or ``KL_PATCHES_TRL_FORCE=1``), and if a
-    hooked method is missing. Returns the active config.
+    ``full_monitor`` makes them log the exact full-vocabulary KL (``kl/full_vocab``). Raises on
+    an untested TRL version unless ``force`` (or ``KL_PATCHES_TRL_FORCE=1``), and if a hooked
+    method is missing. Returns the active config.
     """
     import trl
 
@@ -125,6 +134,7 @@ def apply(
                 "this TRL version is not supported"
             )
     _ACTIVE[:] = [resolved]
+    _MONITOR[:] = [full_monitor]
     if _ORIGINALS:
         return resolved
     for kind, cls in targets.items():
@@ -143,6 +153,7 @@ def revert() -> None:
             setattr(cls, name, original)
     _ORIGINALS.clear()
     _ACTIVE.clear()
+    _MONITOR.clear()
     _CALLS.clear()
 
 

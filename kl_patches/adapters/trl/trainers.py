@@ -2,7 +2,8 @@
 
 ``GRPOTrainer(model, reward_funcs, args=GRPOConfig(...), ..., kl="k1-in-reward")`` takes every
 TRL argument unchanged; ``kl`` is a :class:`~kl_patches.KLConfig`, a short name
-(``"k3-in-loss"``) or a dict, and defaults to the paper's k1-in-reward at ``coef=0.05``. TRL's
+(``"k3-in-loss"``) or a dict, and defaults to the paper's k1-in-reward at ``coef=0.05``;
+``kl_full_monitor=True`` also logs the exact full-vocabulary KL (``kl/full_vocab``). TRL's
 ``beta`` becomes an internal switch (see :mod:`.hooks`). Importing this module imports TRL and
 checks its version.
 """
@@ -31,10 +32,11 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
         args: Any = None,
         *more: Any,
         kl: KLConfig | str | dict[str, Any] | None = None,
+        kl_full_monitor: bool = False,
         **kwargs: Any,
     ) -> None:
         config = KLConfig.coerce(kl)
-        hooks.init_state(self, config)
+        hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args("GRPO", model, args, config)
         super().__init__(model, reward_funcs, args, *more, **kwargs)
         hooks.after_init(self, "GRPO")
@@ -70,10 +72,11 @@ class RLOOTrainer(hooks.KLTrainerMixin, trl.RLOOTrainer):  # type: ignore[misc]
         args: Any = None,
         *more: Any,
         kl: KLConfig | str | dict[str, Any] | None = None,
+        kl_full_monitor: bool = False,
         **kwargs: Any,
     ) -> None:
         config = KLConfig.coerce(kl)
-        hooks.init_state(self, config)
+        hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args("RLOO", model, args, config)
         super().__init__(model, reward_funcs, args, *more, **kwargs)
         hooks.after_init(self, "RLOO")

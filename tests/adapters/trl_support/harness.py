@@ -14,7 +14,13 @@ GROUP_PROMPTS = ["abca", "bcdb"]
 
 
 def make_trainer(
-    model_dir: Path, out_dir: Path, kind: str, patched: bool, kl: Any = None, **overrides: Any
+    model_dir: Path,
+    out_dir: Path,
+    kind: str,
+    patched: bool,
+    kl: Any = None,
+    monitor: bool = False,
+    **overrides: Any,
 ) -> Any:
     """A native TRL trainer (``patched=False``) or the kl-patches one, on the tiny model."""
     import trl
@@ -25,7 +31,7 @@ def make_trainer(
     args = config_cls(**tiny.common_args(out_dir, **overrides))
     if patched:
         cls = klt.GRPOTrainer if kind == "GRPO" else klt.RLOOTrainer
-        extra = {"kl": kl}
+        extra = {"kl": kl, "kl_full_monitor": monitor}
     else:
         cls = trl.GRPOTrainer if kind == "GRPO" else trl.RLOOTrainer
         extra = {}
