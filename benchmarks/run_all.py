@@ -5,11 +5,11 @@ Usage (from any Python with torch; the library venvs are found under /work/venvs
 through $KLP_VENV_<LIB>, e.g. KLP_VENV_TRL=/path/to/venv):
     python benchmarks/run_all.py [--out benchmarks/results.md] [--only trl,verl] [--skip-adapters]
 
-For each library whose venv exists: ``bench_core.py --lib <lib>`` (core.kl_terms vs the library's
-own function) and, when ``benchmarks/bench_<lib>.py`` exists, that adapter benchmark (its own
-output is kept verbatim). Then ``bench_core.py --full-kl`` in this interpreter. Prints one
-summary table and writes everything to ``--out`` as Markdown. A library without a venv, or a
-benchmark that fails, is reported as such in the table, never silently dropped.
+For each library whose venv exists: ``bench_core.py --lib <lib>`` (core.kl_terms vs the
+library's own function) and each adapter benchmark of that library (``bench_<lib>*.py`` or
+``<lib>_*.py`` in this folder; its own output is kept verbatim). Then ``bench_core.py --full-kl``
+in this interpreter. Prints one summary table and writes everything to ``--out`` as Markdown.
+A library without a venv, or a benchmark that fails, is reported as such, never dropped.
 """
 
 from __future__ import annotations
@@ -35,10 +35,17 @@ def venv_python(lib: str) -> Path | None:
     return python if python.exists() else None
 
 
+def adapter_scripts(lib: str) -> list[Path]:
+    """The adapter engineers' benchmarks of ``lib``: ``bench_<lib>*.py`` or ``<lib>_*.py``."""
+    return sorted({*HERE.glob(f"bench_{lib}*.py"), *HERE.glob(f"{lib}_*.py")})
+
+
 def run(cmd: list[str], timeout: int) -> tuple[int, str, float]:
-    """(exit code, stdout + the tail of stderr, seconds)."""
+    """(exit code, stdout + the tail of stderr, seconds), with the repository and the tests'
+    library support folders (``tests/adapters``) on PYTHONPATH."""
     start = time.monotonic()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(HERE.parent)}
+    path = os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests" / "adapters")])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -97,16 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         core_rows += json_rows(text) if rc == 0 else []
         if rc != 0:
             adapter_out[f"bench_core.py --lib {lib}"] = text
-        script = HERE / f"bench_{lib}.py"
         if a.skip_adapters:
             continue
-        if not script.exists():
-            status.append((lib, script.name, "not written yet", 0.0))
-            continue
-        print(f"[{lib}] {script.name} (patched vs native) ...", file=sys.stderr)
-        rc, text, secs = run([str(python), str(script)], a.timeout)
-        status.append((lib, script.name, "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
-        adapter_out[script.name] = text
+        scripts = adapter_scripts(lib)
+        if not scripts:
+            status.append((lib, f"bench_{lib}.py", "not written yet", 0.0))
+        for script in scripts:
+            print(f"[{lib}] {script.name} (patched vs native) ...", file=sys.stderr)
+            rc, text, secs = run([str(python), str(script)], a.timeout)
+            status.append((lib, script.name, "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
+            adapter_out[script.name] = text
     print("[core] full-vocabulary KL monitor ...", file=sys.stderr)
     cmd = [sys.executable, bench_core, "--full-kl", "--tokens", str(a.tokens), "--json"]
     rc, text, secs = run(cmd, a.timeout)
