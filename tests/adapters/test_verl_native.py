@@ -247,7 +247,7 @@ def test_every_valid_klconfig_composes() -> None:
         if shape not in seen:
             seen.add(shape)
             assert kv.from_config(overlay(overrides)) == kv.from_config(overrides)
-    assert len(seen) > 30
+    assert len(seen) > 20
 
 
 def test_unknown_key_is_rejected_by_verl_config() -> None:

@@ -28,7 +28,7 @@ from verl_support.batches import (
     ppo_loss_inputs,
     to_dataproto,
 )
-from verl_support.configs import PATCHED, overlay
+from verl_support.configs import PATCHED, overlay, with_verl_clamps
 
 from kl_patches import core
 from kl_patches.adapters import verl as kv
@@ -230,3 +230,30 @@ def test_kl_outside_grpo_std() -> None:
         "advantages"
     ]
     assert (native_adv - data.batch["advantages"]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+def test_patched_path_matches_verl_where_verl_expresses_it(estimator: str) -> None:
+    """The marker path with verl's numerics (k3 clamps) reproduces verl's own reward and loss."""
+    config = with_verl_clamps(KLConfig(estimator=estimator, placement="both", coef=0.1))
+    r = make_rollout(seed=15, spread=3.0)
+    kv.apply(config)
+    ctrl = core_algos.FixedKLController(0.1)
+    ours, _ = ray_trainer.apply_kl_penalty(to_dataproto(r), ctrl, native.MARKER)
+    theirs, _ = ray_trainer.apply_kl_penalty(to_dataproto(r), ctrl, estimator)
+    torch.testing.assert_close(
+        ours.batch["token_level_rewards"], theirs.batch["token_level_rewards"], **TOL
+    )
+    adv = torch.randn(r.mask.shape)
+    for name in (native.MARKER, estimator):
+        actor = actor_config(
+            use_kl_loss=True,
+            kl_loss_type=name,
+            kl_loss_coef=0.1,
+            loss_agg_mode="seq-mean-token-sum",
+        )
+        loss, _ = losses.ppo_loss(actor, *ppo_loss_inputs(r, adv))
+        if name == native.MARKER:
+            patched_loss, patched_grad = loss, grad(loss, r.logp)
+    torch.testing.assert_close(patched_loss, loss, **TOL)
+    torch.testing.assert_close(patched_grad, grad(loss, r.logp), **TOL)

@@ -188,11 +188,12 @@ def to_overrides(
 ) -> list[str]:
     """Hydra overrides that make verl 0.9.1 run ``config``.
 
-    Native switches wherever verl has them; otherwise the placement's estimator name is
-    :data:`MARKER` and the patch is requested for every Ray process through
+    verl's own switches when verl expresses the whole config; otherwise every placement's
+    estimator name is :data:`MARKER` (so both sides come from ``kl_patches.core`` with the same
+    numerics) and the patch is requested for every Ray process through
     ``ray_kwargs.ray_init.runtime_env.env_vars`` (the ``verl.plugins`` entry point applies it).
-    k3 keeps verl's clamps (log-ratio to 20, value to 10). A loss side sets ``loss_agg_mode``,
-    which verl shares between the policy loss and the KL loss.
+    Natively, k3 keeps verl's clamps (log-ratio to 20, value to 10). A loss side sets
+    ``loss_agg_mode``, which verl shares between the policy loss and the KL loss.
     """
     cfg = KLConfig.coerce(dict(config) if isinstance(config, Mapping) else config)
     if kl_outside_std and not cfg.has_reward:
@@ -200,8 +201,9 @@ def to_overrides(
     if kl_outside_std and cfg.reward_shape != "sequence":
         raise ValueError("kl_outside_std=True needs reward_shape='sequence' (GRPO sums the reward)")
     out: list[str] = []
+    patched = needs_patch(cfg, kl_outside_std)
     if cfg.has_reward:
-        name = MARKER if reward_needs_patch(cfg, kl_outside_std) else NATIVE_NAME[cfg.estimator]
+        name = MARKER if patched else NATIVE_NAME[cfg.estimator]
         out += [
             "algorithm.use_kl_in_reward=True",
             f"algorithm.kl_penalty={name}",
@@ -211,7 +213,7 @@ def to_overrides(
     else:
         out.append("algorithm.use_kl_in_reward=False")
     if cfg.has_loss:
-        name = MARKER if loss_needs_patch(cfg) else NATIVE_NAME[cfg.estimator]
+        name = MARKER if patched else NATIVE_NAME[cfg.estimator]
         out += [
             f"{ACTOR}use_kl_loss=True",
             f"{ACTOR}kl_loss_type={name}",
@@ -220,7 +222,7 @@ def to_overrides(
         ]
     else:
         out.append(f"{ACTOR}use_kl_loss=False")
-    if needs_patch(cfg, kl_outside_std):
+    if patched:
         spec = PatchSpec(cfg, kl_outside_std=kl_outside_std)
         out.append(f"++{RUNTIME_ENV_PREFIX}{ENV_VAR}='{spec.to_json()}'")
     return out
