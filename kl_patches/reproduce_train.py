@@ -24,7 +24,6 @@ pi*(y) ~ pi_ref(y) exp(R(y) / beta), with value beta * log E_ref[exp(R / beta)].
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -337,6 +336,4 @@ def _train(
         loss.backward()
         opt.step()
         step += 1
-    if not all(math.isfinite(x) for x in result.reverse_kl):
-        result.reverse_kl = [x if math.isfinite(x) else math.inf for x in result.reverse_kl]
     return result

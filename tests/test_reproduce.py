@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kl_patches import core
 from kl_patches.config import KLConfig
 from kl_patches.reproduce import OFF_POLICY_GRID, ON_POLICY_GRID, main, make_jobs, run_jobs
 from kl_patches.reproduce_report import format_markdown, format_table, runs_from_json, summarise
@@ -19,6 +20,7 @@ from kl_patches.reproduce_train import (
     leave_one_out,
     make_toy,
     optimum,
+    policy_loss,
     train,
 )
 
@@ -73,6 +75,39 @@ def test_optimum_is_the_value_of_the_tilted_reference() -> None:
     assert optimum(problem, beta) == pytest.approx(value, rel=1e-10)
     run = train("k1-in-reward", KLConfig(coef=beta), ToyTask(), SHORT, seed=0, betas=(beta,))
     assert max(run.objective(beta)) <= run.optimum[beta] + 1e-12
+
+
+@pytest.mark.parametrize("name", ["k1-in-reward", "k3-in-loss", "k3-in-both", "none"])
+def test_the_update_follows_the_configurations_exact_expected_gradient(name: str) -> None:
+    # Average the training loss's gradient over every batch of two sequences, weighted by its
+    # exact probability: the leave-one-out baseline drops out in expectation, so the result must
+    # be the oracle's expected gradient of -(R - penalty) * log pi(y) + loss_term (both built
+    # from kl_patches.core, but through a different route: per sequence, not per batch).
+    problem = make_toy(ToyTask(vocab=2, length=3))
+    model, ref_model = problem.model, problem.ref_model
+    assert isinstance(model, TabularModel) and isinstance(ref_model, TabularModel)
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        model.logits.add_(0.7 * torch.randn(model.logits.shape, generator=gen, dtype=torch.float64))
+    cfg = KLConfig.parse(name, coef=0.3)
+    all_logp = model.all_token_logp()
+    probs = all_logp.detach().sum(-1).exp()
+    n = probs.shape[0]
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    expected = torch.zeros_like(model.logits)
+    for i in range(n):
+        for j in range(n):
+            idx = torch.tensor([i, j])
+            old = all_logp.detach()[idx]
+            penalty = core.reward_penalty(old, problem.ref_logp[idx], mask, cfg)
+            advantage = leave_one_out(problem.reward[idx] - penalty)
+            loss = policy_loss(cfg, all_logp[idx], old, problem.ref_logp[idx], advantage, 0.2)
+            (grad,) = torch.autograd.grad(loss, model.logits, retain_graph=True)
+            expected += probs[i] * probs[j] * grad
+    oracle = problem.enum.config_gradient(
+        cfg, model.logits.detach(), ref_model.logits.detach(), reward=problem.reward
+    )
+    assert torch.allclose(expected, oracle, atol=1e-12, rtol=1e-9)
 
 
 def test_leave_one_out_baseline() -> None:
