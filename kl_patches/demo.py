@@ -1,13 +1,14 @@
 """``kl-patches demo``: the built-in example a newcomer runs first (about a minute on 2 cores).
 
-Four parts, each a plain function of this package:
+Five parts, each a plain function of this package:
   1. Table 1: which gradient each estimator x placement follows (:mod:`kl_patches.theory`);
   2. the exact bias table of a small tabular policy and the bias/variance-vs-length plot
      (:mod:`kl_patches.bias`);
   3. a short training run, k1-in-reward vs k3-in-loss (and no KL), measured exactly by
      enumeration (:mod:`kl_patches.reproduce`), with its plot;
   4. the audit of the recipes shipped under ``recipes/`` (:mod:`kl_patches.audit`), when the
-     recipes folder is there (a source checkout).
+     recipes folder is there (a source checkout);
+  5. the audit of each library's default trainer (as the adapters record the tested releases).
 Plots go to ``--out`` (default ``out/``).
 """
 
@@ -63,6 +64,22 @@ def audit_recipes(folder: Path) -> list[str]:
     table = text.split("\n\n")[0].splitlines()
     counts = audit_report.summary(entries)
     return [*table, *unreadable, "", "  " + ", ".join(f"{v} {k}" for k, v in counts.items())]
+
+
+def audit_defaults() -> list[str]:
+    """The audit's table of each library's default trainer, as each adapter records the tested
+    release's defaults (read without the library installed)."""
+    from kl_patches import audit, audit_report
+
+    entries, failed = [], []
+    for library, empty in (("verl", []), ("openrlhf", []), ("trl", {})):
+        try:
+            reading = audit.reader_for(library)(empty)
+            entries.append(audit.audit_reading(reading, f"{library} defaults", "recorded"))
+        except Exception as err:  # say which library could not be read, show the others
+            failed.append(f"  {library}: defaults not read ({type(err).__name__}: {err})")
+    table = audit_report.render_plain(entries).split("\n\n")[0].splitlines() if entries else []
+    return [*table, *failed]
 
 
 def run_training(steps: int, seeds: int, show_progress: bool) -> list[RunResult]:
@@ -124,7 +141,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=250, help="training updates per run (250)")
     p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (3)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--no-audit", action="store_true", help="skip the audit of recipes/")
+    p.add_argument("--no-audit", action="store_true", help="skip the audits (parts 4 and 5)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,6 +189,16 @@ def main(argv: list[str]) -> int:
             print("\n".join(lines) if lines else "  (no recipe files found)")
             print("  details: kl-patches audit recipes/<library>/<file>")
         except Exception as err:  # the demo must finish; say what failed
+            print(f"  audit unavailable here ({type(err).__name__}: {err})")
+    if not args.no_audit:
+        print(
+            "\n5. The libraries' own defaults (tested releases, as each adapter records them; "
+            "no library needs\n   to be installed; `kl-patches audit --installed` reads the "
+            "installed ones)\n"
+        )
+        try:
+            print("\n".join(audit_defaults()))
+        except Exception as err:
             print(f"  audit unavailable here ({type(err).__name__}: {err})")
 
     if plots:

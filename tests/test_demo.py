@@ -63,3 +63,11 @@ def test_audit_of_the_shipped_recipes() -> None:
     assert lines and "status" in lines[0]
     assert not any(line.startswith("  not read:") for line in lines), lines
     assert "trainers" in lines[-1]
+
+
+def test_audit_of_the_libraries_defaults() -> None:
+    lines = demo.audit_defaults()
+    assert "status" in lines[0]
+    assert not any("defaults not read" in line for line in lines), lines
+    for library in ("verl", "openrlhf", "trl"):
+        assert any(line.split()[1:3] == [library, "defaults"] for line in lines[2:]), lines
