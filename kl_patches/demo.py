@@ -40,6 +40,16 @@ def recipes_folder() -> Path | None:
     return folder if folder.is_dir() else None
 
 
+LOOP_DATA_MARK = "# kl-patches: data for a loop, not a launch"
+"""First line of a recipe file that another script reads (a grid's run list), not a launch."""
+
+
+def is_loop_data(path: Path) -> bool:
+    """True for recipe files marked with :data:`LOOP_DATA_MARK` on their first line."""
+    with path.open(errors="replace") as f:
+        return f.readline().startswith(LOOP_DATA_MARK)
+
+
 def audit_recipes(folder: Path) -> list[str]:
     """The audit's summary table of every recipe file, as lines (empty when nothing to audit).
 
@@ -52,6 +62,9 @@ def audit_recipes(folder: Path) -> list[str]:
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in RECIPE_SUFFIXES)
     entries, unreadable = [], []
     for path in paths:
+        if is_loop_data(path):
+            unreadable.append(f"  data, not a launch: {path.relative_to(folder)}")
+            continue
         library = path.parent.name if path.parent.name in LIBRARIES else None
         try:
             entries += audit.audit(str(path), library, {})

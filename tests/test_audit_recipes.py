@@ -10,13 +10,12 @@ import pytest
 
 from kl_patches.audit import audit
 from kl_patches.config import KLConfig
+from kl_patches.demo import is_loop_data
 from kl_patches.theory import verdict
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-NOT_LAUNCHES = {
-    "verl/grid.yaml": "run descriptions that a yq loop turns into kl-patches verl launches",
-}
-"""Recipe files that are data for another script, not a launch or a library config."""
+NOT_LAUNCHES = {"verl/grid.yaml", "openrlhf/grid.txt"}
+"""Recipe files that are data for another script (a grid's run list), not a launch."""
 LAUNCHES = sorted(
     str(p.relative_to(RECIPES))
     for p in RECIPES.rglob("*")
@@ -24,6 +23,14 @@ LAUNCHES = sorted(
     and p.is_file()
     and str(p.relative_to(RECIPES)) not in NOT_LAUNCHES
 )
+
+
+def test_loop_data_files_are_marked() -> None:
+    """The demo skips exactly the files listed here, through the mark on their first line."""
+    marked = {
+        str(p.relative_to(RECIPES)) for p in RECIPES.rglob("*") if p.is_file() and is_loop_data(p)
+    }
+    assert marked == NOT_LAUNCHES
 
 
 def test_there_are_recipes_to_audit() -> None:
