@@ -99,3 +99,14 @@ def test_docs_list_every_finding_code_of_the_corpus() -> None:
     codes = {f.code for name in EXPECTED for entry in audit(CORPUS / name) for f in entry.findings}
     missing = sorted(c for c in codes if f"`{c}`" not in docs)
     assert not missing, f"docs/audit.md does not list {missing}"
+
+
+@pytest.mark.parametrize(
+    ("name", "severity"),
+    [("verl/both_k3_same.sh", "info"), ("verl/both_k3_mismatch.sh", "warning")],
+)
+def test_both_switches_k3_severity_follows_the_verdict(name: str, severity: str) -> None:
+    """k3 on both sides is only a warning when the combination is not the exact construction."""
+    (entry,) = audit(CORPUS / name)
+    found = {f.code: f.severity for f in entry.reading.findings}
+    assert found.get("verl.both_switches_k3") == severity

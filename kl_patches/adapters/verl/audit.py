@@ -29,6 +29,7 @@ from kl_patches.adapters.verl.native import (
     to_overrides,
 )
 from kl_patches.reading import Finding, NativeReading
+from kl_patches.theory import verdict
 
 
 def installed_version() -> str | None:
@@ -154,14 +155,24 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
             )
         )
     if reward.on and loss.on and "k3" in (reward.estimator, _value_estimator(loss.name)):
+        exact = verdict(config, off_policy=off_policy).unbiased
         out.append(
             Finding(
                 "verl.both_switches_k3",
-                "warning",
+                "info" if exact else "warning",
                 f"Both KL switches are on (reward {reward.name!r}, loss {loss.name!r}) with k3 on "
-                "at least one side: the KL is counted twice and k3 is biased in the reward (its "
-                "gradient collapses the policy) while k3 in the loss follows a forward KL.",
-                fix=fix,
+                "at least one side. "
+                + (
+                    "With one estimator, one coefficient and a token-sum loss this is the exact "
+                    "'both' construction (the reward gives the score-function term, the loss the "
+                    "path-wise term); k1 in the reward alone is simpler and has less variance."
+                    if exact
+                    else "Only the same estimator on both sides, with one coefficient, a "
+                    "token-sum loss (loss_agg_mode=seq-mean-token-sum) and no std scaling of the "
+                    "reward KL, adds up to the reverse-KL gradient; otherwise k3 in the reward "
+                    "cancels most of the regulariser and k3 in the loss follows a forward KL."
+                ),
+                fix="" if exact else fix,
             )
         )
     if reward.on and loss.on and reward.coef != loss.coef:
