@@ -196,8 +196,8 @@ def _verdict_line(entry: AuditEntry) -> str:
     v = entry.verdict
     if entry.status == "error":
         return (
-            f"as configured, {v.gradient} ({'unbiased' if v.unbiased else 'biased'}); but an "
-            "ERROR finding below says the library does not run it as configured."
+            f"{v.gradient} ({'unbiased' if v.unbiased else 'biased'}) for the KL as read; an "
+            "ERROR finding below says the library does not run the KL the way it is configured."
         )
     if not entry.kl_on:
         return "no KL gradient (KL off)."

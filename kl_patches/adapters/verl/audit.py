@@ -62,6 +62,8 @@ def read(source: Any) -> NativeReading:
         findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     off_policy = is_off_policy(s)
     findings += _findings(s, config, off_policy)
+    if any(f.code in DROPS_REWARD_KL for f in findings):
+        config = _without_reward_side(config)
     adv = str(s["algorithm.adv_estimator"])
     return NativeReading(
         library="verl",
@@ -73,6 +75,19 @@ def read(source: Any) -> NativeReading:
         findings=tuple(findings),
         fix=tuple(_fix(s)),
     )
+
+
+DROPS_REWARD_KL = ("verl.gdpo_drops_kl", "verl.multi_turn_drops_kl")
+"""Findings after which the reward-side KL never reaches the advantage."""
+
+
+def _without_reward_side(config: KLConfig) -> KLConfig:
+    """What verl runs when its advantage estimator discards the reward-side KL."""
+    if config.placement == "both":
+        return config.replace(placement="loss", coef=config.loss_coef_value, loss_coef=None)
+    if config.placement == "reward":
+        return KLConfig(placement="none", coef=config.coef)
+    return config
 
 
 def s_nested(flat: dict[str, Any]) -> dict[str, Any]:
