@@ -81,6 +81,22 @@ def format_table(reports: list[BiasReport]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(reports: list[BiasReport]) -> str:
+    """The same table as :func:`format_table`, as Markdown (for docs/results.md)."""
+    lines = [
+        "| configuration | expected gradient | exact bias | cosine | MC bias | MC s.e. "
+        "| variance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        lines.append(
+            f"| {label(r.config)} | `{verdict(r.config).gradient}` | {r.exact_relative_bias:.2e} "
+            f"| {r.cosine:.3f} | {r.mc_relative_bias:.3f} | {r.mc_standard_error:.3f} "
+            f"| {r.variance:.3e} |"
+        )
+    return "\n".join(lines)
+
+
 def run_sweep(
     vocab: int = 3,
     lengths: tuple[int, ...] = (1, 2, 3, 4, 5, 6),
@@ -132,6 +148,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--num-batches", type=int, default=400)
     parser.add_argument("--plot", metavar="FILE.png", help="also sweep T=1..6 and plot")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.vocab < 2 or args.length < 1 or args.vocab**args.length > 20000:
@@ -141,6 +158,8 @@ def main(argv: list[str]) -> int:
     )
     if args.json:
         print(json.dumps([_as_json(r) for r in reports], indent=2))
+    elif args.markdown:
+        print(format_markdown(reports))
     else:
         print(
             f"V={args.vocab}, T={args.length}, seed={args.seed}, batch={args.batch_size}, "

@@ -55,3 +55,13 @@ def test_verdict_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["verdict", "k3-in-loss"]) == 0
     assert "forward_kl_token" in capsys.readouterr().out
     assert cli.main(["verdict", "k9-in-loss"]) == 2
+
+
+def test_results_page_shows_todays_bias_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/results.md carries the output of `kl-patches bias --markdown` (regenerate it there)."""
+    assert cli.main(["bias", "--markdown", "--quiet"]) == 0
+    table = capsys.readouterr().out.strip()
+    assert table.startswith("| configuration | expected gradient |")
+    assert len({line.count("|") for line in table.splitlines()}) == 1  # every row has every cell
+    results = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+    assert table in results.read_text()
