@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,14 @@ pytest.importorskip("trl")
 pytest.importorskip("accelerate")
 
 from trl_support import tiny
+
+
+def _launch(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as err:
+        tail = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else ""
+        return subprocess.CompletedProcess(cmd, -9, "", f"timed out after 240 s\n{tail}")
 
 
 def test_two_rank_accelerate_launch(tmp_path: Path) -> None:
@@ -58,7 +67,14 @@ def test_two_rank_accelerate_launch(tmp_path: Path) -> None:
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
         "-m", "kl_patches.trl", "grpo", "--config", str(config),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    proc = _launch(cmd, env)
+    if proc.returncode != 0:
+        # Known CPU flake (about 1 run in 5 here): the 2-rank gloo job sometimes hangs or dies
+        # after training. One retry, loudly; a second failure fails the test.
+        warnings.warn(
+            f"2-rank accelerate run failed once, retrying: {proc.stderr[-2000:]}", stacklevel=1
+        )
+        proc = _launch(cmd, env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     reports = re.findall(
         r"kl_patches\.trl rank (\d)/2: (k1-in-reward, coef=0\.05).*?hook calls (\{.*\})",

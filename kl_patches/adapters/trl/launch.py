@@ -48,8 +48,19 @@ def main(argv: list[str] | None = None) -> int:
     rank = os.environ.get("RANK", "0")
     world = os.environ.get("WORLD_SIZE", "1")
     print(f"kl_patches.trl rank {rank}/{world}: {config}; hook calls {calls}", file=sys.stderr)
+    sys.stderr.flush()
+    _shutdown_distributed()
     needed = ["__init__", "_generate_and_score_completions", "_compute_loss"]
     if config.placement != "none" and any(calls.get(n, 0) == 0 for n in needed):
         print(f"kl_patches.trl rank {rank}: the KL hooks did not run: {calls}", file=sys.stderr)
         return 1
     return 0
+
+
+def _shutdown_distributed() -> None:
+    """Leave the process group together: a rank exiting with gloo still up can hang the other."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
