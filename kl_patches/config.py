@@ -289,3 +289,15 @@ def all_configs(coef: float = 0.1) -> list[KLConfig]:
                                 except ValueError:
                                     continue
     return out
+
+
+FIELD_CHOICES: dict[str, tuple[str, ...]] = {
+    "estimator": ESTIMATORS,
+    "placement": PLACEMENTS,
+    "granularity": GRANULARITIES,
+    "reward_shape": REWARD_SHAPES,
+    "loss_aggregation": LOSS_AGGREGATIONS,
+    "importance_weighting": IMPORTANCE_WEIGHTINGS,
+}
+"""The valid values of each text field of :class:`KLConfig` (the command-line syntax and the
+TRL arguments are generated from the fields and these choices)."""

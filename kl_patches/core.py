@@ -33,6 +33,8 @@ __all__ = [
     "log_ratio",
     "loss_per_token",
     "loss_term",
+    "on_last_token",
+    "per_token_kl",
     "reward_penalty",
     "sequence_kl",
 ]
@@ -132,6 +134,29 @@ def _last_token(mask: torch.Tensor) -> torch.Tensor:
     return m & (count == count[:, -1:])
 
 
+def on_last_token(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``[B]`` values -> ``[B, T]`` with each value on its row's last valid token, 0 elsewhere.
+
+    How a sequence-level quantity enters a per-token reward or loss (rows with no valid token get
+    nothing). Keeps ``values``' dtype, on ``mask``'s device.
+    """
+    if values.dim() != 1 or values.shape[0] != mask.shape[0]:
+        raise ValueError(f"values must be [B] = [{mask.shape[0]}]; got shape {tuple(values.shape)}")
+    column = values.to(mask.device).unsqueeze(-1)
+    return torch.where(_last_token(mask), column, torch.zeros_like(column))
+
+
+def per_token_kl(
+    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, config: KLConfig
+) -> torch.Tensor:
+    """The monitor libraries log as "the KL": each row's sequence estimate / its length, ``[B]``.
+
+    Detached; a row with no valid token gives 0.
+    """
+    seq = sequence_kl(logp.detach(), ref_logp.detach(), mask, config)
+    return seq / _bool_mask(mask).sum(-1).clamp(min=1)
+
+
 def loss_per_token(
     logp: torch.Tensor,
     ref_logp: torch.Tensor,
@@ -148,8 +173,7 @@ def loss_per_token(
     """
     if config.granularity == "sequence":
         seq = sequence_kl(logp, ref_logp, mask, config)
-        last = _last_token(mask)
-        return torch.where(last, seq.unsqueeze(-1).expand_as(logp), torch.zeros_like(logp))
+        return on_last_token(seq, mask)
     terms = kl_terms(logp, ref_logp, mask, config)
     if config.importance_weighting == "token":
         if old_logp is None:
@@ -171,23 +195,30 @@ def aggregate(
     mask: torch.Tensor,
     mode: str,
     normalizer: float | torch.Tensor | None = None,
+    num_sequences: float | torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Reduce ``[B, T]`` values to a scalar.
 
     ``sum``: per-row sum, mean over rows. ``token_mean``: sum over valid tokens divided by their
     number (or by ``normalizer``, for libraries that divide by a global token count).
     ``seq_mean_token_mean``: mean over each row's valid tokens, then mean over rows.
+
+    ``num_sequences`` replaces the row count ``B`` of the two per-sequence modes: libraries that
+    split an optimiser step into micro-batches (and data-parallel ranks) divide each
+    micro-batch's sum by the step's sequence count per rank, so the micro-batch terms add up to
+    one mean over the step.
     """
     m = _bool_mask(mask)
     masked = torch.where(m, values, torch.zeros_like(values))
+    rows = values.shape[0] if num_sequences is None else num_sequences
     if mode == "sum":
-        return masked.sum() / values.shape[0]
+        return masked.sum() / rows
     if mode == "token_mean":
         denom = m.sum().clamp(min=1) if normalizer is None else normalizer
         return masked.sum() / denom
     if mode == "seq_mean_token_mean":
         per_row = masked.sum(-1) / m.sum(-1).clamp(min=1)
-        return per_row.mean()
+        return per_row.mean() if num_sequences is None else per_row.sum() / num_sequences
     raise ValueError(
         f"loss_aggregation={mode!r} is not valid; choose one of "
         "['sum', 'token_mean', 'seq_mean_token_mean']"
@@ -201,10 +232,12 @@ def loss_term(
     config: KLConfig,
     old_logp: torch.Tensor | None = None,
     normalizer: float | torch.Tensor | None = None,
+    num_sequences: float | torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Differentiable scalar, already times the loss coefficient, to add to the loss.
 
-    A zero that stays connected to ``logp`` when the config has no loss side.
+    ``normalizer`` and ``num_sequences`` are :func:`aggregate`'s. A zero that stays connected to
+    ``logp`` when the config has no loss side.
     """
     _check_shapes(logp, ref_logp, mask)
     if not config.has_loss:
@@ -212,7 +245,7 @@ def loss_term(
         return torch.where(m, logp, torch.zeros_like(logp)).sum() * 0.0
     values = loss_per_token(logp, ref_logp, mask, config, old_logp)
     return config.loss_coef_value * aggregate(
-        values, mask, config.loss_aggregation, normalizer=normalizer
+        values, mask, config.loss_aggregation, normalizer=normalizer, num_sequences=num_sequences
     )
 
 

@@ -206,3 +206,45 @@ def test_full_kl_matches_brute_force() -> None:
     torch.testing.assert_close(half.double(), want, atol=3e-2, rtol=3e-2)
     with pytest.raises(ValueError):
         core.full_kl(logits, ref_logits[:, :, :5], mask)
+
+
+def test_on_last_token_places_each_value_on_its_last_valid_token() -> None:
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]])
+    values = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+    got = core.on_last_token(values, mask)
+    want = torch.zeros(4, 4, dtype=torch.float64)
+    want[0, 2], want[1, 0], want[3, 3] = 1.0, 2.0, 4.0  # row 2 has no valid token
+    assert got.dtype == torch.float64 and torch.equal(got, want)
+    with pytest.raises(ValueError, match=r"\[B\]"):
+        core.on_last_token(values[:3], mask)
+
+
+def test_per_token_kl_is_the_sequence_estimate_over_the_length() -> None:
+    logp, ref, mask = _batch()
+    cfg = KLConfig(estimator="k3")
+    got = core.per_token_kl(logp.requires_grad_(), ref, mask, cfg)
+    assert not got.requires_grad
+    want = core.sequence_kl(logp.detach(), ref, mask, cfg) / mask.sum(-1)
+    torch.testing.assert_close(got, want)
+    empty = torch.zeros_like(mask)
+    assert torch.equal(core.per_token_kl(logp, ref, empty, cfg), torch.zeros(3, dtype=logp.dtype))
+
+
+@pytest.mark.parametrize("mode", ["sum", "seq_mean_token_mean", "token_mean"])
+def test_num_sequences_turns_micro_batches_into_one_mean(mode: str) -> None:
+    """Two micro-batches, each divided by the step's sequence count (and token count), add up to
+    the aggregate of the whole step: what verl and OpenRLHF do across micro-batches."""
+    g = torch.Generator().manual_seed(3)
+    values = torch.randn(6, 5, generator=g, dtype=torch.float64)
+    mask = torch.rand(6, 5, generator=g) > 0.3
+    mask[:, 0] = True
+    whole = core.aggregate(values, mask, mode)
+    tokens = mask.sum()
+    parts = sum(
+        core.aggregate(values[rows], mask[rows], mode, normalizer=tokens, num_sequences=6)
+        for rows in (slice(0, 2), slice(2, 6))
+    )
+    torch.testing.assert_close(parts, whole)
+    if mode != "token_mean":  # without the global count each part is its own mean: not equal
+        own = sum(core.aggregate(values[r], mask[r], mode) for r in (slice(0, 2), slice(2, 6)))
+        assert abs(float(own - whole)) > 1e-3
