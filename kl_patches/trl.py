@@ -2,6 +2,7 @@
 
 ``from kl_patches.trl import GRPOTrainer, KLArguments, apply, revert`` works; see that module.
 Like it, importing this module does not import TRL (the trainer classes do, on first use).
+``python -m kl_patches.trl grpo|rloo ...`` runs the launcher (``kl-patches trl``).
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from kl_patches.adapters.trl import (
+    SUPPORT,
     TESTED_BELOW,
     TESTED_MIN,
     KLArguments,
     active_config,
+    applied,
     apply,
     check_version,
     from_trl_config,
@@ -31,10 +34,12 @@ def __getattr__(name: str) -> Any:
 
 
 _REEXPORTED = (
+    SUPPORT,
     TESTED_BELOW,
     TESTED_MIN,
     KLArguments,
     active_config,
+    applied,
     apply,
     check_version,
     from_trl_config,

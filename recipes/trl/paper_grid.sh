@@ -5,7 +5,7 @@
 #
 # Launch (one node, 8 GPUs; runs the configurations one after another):
 #   bash recipes/trl/paper_grid.sh
-# Extra arguments go to every run, e.g.  bash recipes/trl/paper_grid.sh --kl_coef 0.1
+# Extra arguments go to every run, e.g.  bash recipes/trl/paper_grid.sh --kl.coef 0.1
 #
 # Expected (theory): k1-in-reward and the *-in-both rows follow the reverse-KL gradient;
 # k1-in-loss has zero expected KL gradient; k3-in-reward is biased towards collapse;
@@ -15,10 +15,7 @@ CONFIGS="k1-in-reward k1-in-loss k3-in-reward k3-in-loss k1-in-both k3-in-both"
 NPROC="${NPROC:-8}"
 here="$(cd "$(dirname "$0")" && pwd)"
 for name in $CONFIGS; do
-  estimator="${name%%-in-*}"
-  placement="${name##*-in-}"
   accelerate launch --num_processes "$NPROC" -m kl_patches.trl grpo \
-    --config "$here/grpo_k1_in_reward.yaml" \
-    --kl_estimator "$estimator" --kl_placement "$placement" \
+    --config "$here/grpo_k1_in_reward.yaml" --kl "$name" \
     --output_dir "runs/grpo-$name" "$@"
 done

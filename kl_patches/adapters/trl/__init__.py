@@ -4,7 +4,7 @@ Three ways in, all running the same hooks (:mod:`.hooks`):
 
 * ``from kl_patches.trl import GRPOTrainer`` -- TRL's trainer plus ``kl="k1-in-reward"``;
 * ``kl_patches.trl.apply("k1-in-reward")`` / ``revert()`` -- patch TRL's own classes in place;
-* ``KLArguments`` -- the same switch as ``--kl_*`` flags / YAML keys for ``TrlParser``.
+* ``KLArguments`` -- the same switch as ``kl_*`` keys of a TRL YAML config for ``TrlParser``.
 
 The reader (:func:`from_trl_config`, :func:`read`) tells what TRL runs natively and works
 without TRL installed. Importing this package does not import TRL; the trainer classes and
@@ -15,18 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .arguments import KLArguments
-from .native import TESTED_BELOW, TESTED_MIN, check_version
-from .patching import active_config, apply, is_applied, revert
-from .reading import from_trl_config, installed_defaults, read
+from .patch import active_config, applied, apply, is_applied, revert
+from .read import installed_defaults, read
+from .translate import KLArguments, from_trl_config
+from .versions import SUPPORT, TESTED_BELOW, TESTED_MIN, check_version
 
 __all__ = [
+    "SUPPORT",
     "TESTED_BELOW",
     "TESTED_MIN",
     "GRPOTrainer",
     "KLArguments",
     "RLOOTrainer",
     "active_config",
+    "applied",
     "apply",
     "check_version",
     "from_trl_config",

@@ -36,7 +36,7 @@ from kl_patches.config import KLConfig
 from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
 from .advantages import grpo_advantages, rloo_advantages, summed_rewards
-from .native import (
+from .versions import (
     GLOBAL_TOKEN_COUNT_LOSS_TYPES,
     GRPO_DEFAULTS,
     GRPO_LOSS_AGGREGATION,
@@ -52,7 +52,7 @@ OLD_KEY = "kl_old_per_token_logps"
 _NOT_TAKEN = (
     "kl_patches.trl: the {hook} hook did not run during {where}, so the KL regulariser would "
     "silently change. TRL's internals differ from the tested version; see "
-    "kl_patches.adapters.trl.native.TESTED_MIN/TESTED_BELOW."
+    "kl_patches.adapters.trl.versions.SUPPORT."
 )
 
 

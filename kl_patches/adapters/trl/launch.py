@@ -1,8 +1,11 @@
 """``python -m kl_patches.trl {grpo,rloo} --config recipe.yaml [flags]``: TRL's own training
 script with the KL switch.
 
-Parses TRL's script arguments plus :class:`.KLArguments` (``--kl_*`` flags or YAML keys) with
-``TrlParser``, calls :func:`.apply` with the resulting KLConfig, then runs TRL's
+Takes the uniform ``--kl NAME --kl.FIELD VALUE`` flags (:mod:`kl_patches.adapters.flags`) out of
+the command line, parses the rest (TRL's script arguments plus :class:`.KLArguments`, whose
+``kl_*`` keys a YAML config may set) with ``TrlParser``, calls :func:`.apply` with the KLConfig of
+both (the ``--kl`` flags win; ``--kl_FIELD`` flags still work, with a deprecation warning), then
+runs TRL's
 ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. Under ``accelerate launch -m
 kl_patches.trl ...`` every rank runs this module, so every rank applies the patch; at exit each
 rank reports (on stderr) its config and how often each hook ran, and fails if the loss or
@@ -14,15 +17,21 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 
-from .arguments import KLArguments
+from kl_patches.adapters import flags
+from kl_patches.adapters.base import LaunchPayload
+
+from .read import argv_dict
+from .translate import FIELD_OF, KL_KEYS, MONITOR_FIELD, KLArguments, argument_name, patched_config
 
 SCRIPTS = {"grpo": "trl.scripts.grpo", "rloo": "trl.scripts.rloo"}
 """Subcommand -> TRL script module exposing ``make_parser()`` and ``main(...)``."""
 
 USAGE = (
     "usage: python -m kl_patches.trl {grpo,rloo} [--config recipe.yaml] [TRL flags] "
-    "[--kl_estimator k1|k2|k3] [--kl_placement reward|loss|both|none] [--kl_coef BETA] ..."
+    "[--kl NAME] [--kl.FIELD VALUE ...]   (NAME: k1-in-reward, k3-in-loss, ..., none; "
+    f"fields: {flags.valid_flags()})"
 )
 
 
@@ -37,12 +46,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     from trl import TrlParser
 
-    from .patching import apply, hook_calls
+    from .delivery import export
+    from .patch import apply, hook_calls
 
+    ours, rest = flags.split_argv(args[1:])
+    for token in rest:
+        key = token[2:].partition("=")[0] if token.startswith("--") else ""
+        if key in KL_KEYS:
+            flags.deprecated(f"--{key}", f"--kl.{FIELD_OF[key]}")
     script = importlib.import_module(SCRIPTS[args[0]])
     types = (*script.make_parser().dataclass_types, KLArguments)
-    *parsed, kl_args = TrlParser(types).parse_args_and_config(args[1:])
-    config = apply(kl_args.to_config(), full_monitor=kl_args.kl_full_monitor)
+    *parsed, kl_args = TrlParser(types).parse_args_and_config(rest)
+    base = kl_args.to_config()
+    chosen = flags.config_from_tokens(ours, base=base.to_dict()) if ours else base
+    config = apply(chosen, full_monitor=getattr(kl_args, MONITOR_FIELD))
+    export(config)
     script.main(*parsed)
     calls = hook_calls()
     rank = os.environ.get("RANK", "0")
@@ -64,3 +82,18 @@ def _shutdown_distributed() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+
+def launcher_payload(
+    label: str, argv: list[str], base_dir: Path | None, origin: str = ""
+) -> LaunchPayload:
+    """``python -m kl_patches.trl grpo|rloo ...``: the TRL dict with the ``--kl`` flags as its
+    ``kl_*`` keys (which the reader reads as a run through kl-patches)."""
+    ours, rest = flags.split_argv(argv)
+    data = argv_dict(rest, label.split()[-1], base_dir)
+    if ours:
+        base = patched_config(data)
+        config = flags.config_from_tokens(ours, base=None if base is None else base.to_dict())
+        assert config is not None  # tokens were given
+        data.update({argument_name(k): v for k, v in config.to_dict().items()})
+    return LaunchPayload(data)

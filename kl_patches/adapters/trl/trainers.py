@@ -17,7 +17,7 @@ import trl
 from kl_patches.config import KLConfig
 
 from . import hooks
-from .native import check_version
+from .versions import check_version
 
 check_version(trl.__version__)
 

@@ -4,9 +4,10 @@ For scripts you do not own (``trl grpo``, a recipe, a library calling ``trl.GRPO
 after ``apply("k1-in-reward")`` every ``trl.GRPOTrainer``/``trl.RLOOTrainer`` *constructed
 afterwards* runs the KL config (pass ``kl=...`` to one trainer to override it). The methods are
 patched on the classes themselves, so every module that imported the class by name sees them;
-the originals sit in one registry and :func:`revert` puts exactly those back. Applying twice
-only replaces the active config. Instances built before ``apply`` (or after ``revert``) and the
-subclasses of :mod:`.trainers` pass through untouched.
+the originals sit in the shared :class:`~kl_patches.adapters.patching.PatchRegistry` and
+:func:`revert` puts exactly those back. Applying twice only replaces the active config.
+Instances built before ``apply`` (or after ``revert``) and the subclasses of :mod:`.trainers`
+pass through untouched.
 
 Each accelerate rank runs the user's script, so calling ``apply`` at the top of the script (or
 launching through ``python -m kl_patches.trl``) applies it on every rank.
@@ -19,13 +20,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from kl_patches.adapters.patching import PatchRegistry, Target
 from kl_patches.config import KLConfig
 
 from . import hooks
-from .native import check_version
+from .delivery import configured
+from .versions import SUPPORT
 
-_ORIGINALS: dict[tuple[type, str], Any] = {}
-"""(class, attribute) -> the attribute exactly as it was in ``class.__dict__`` before apply."""
+REGISTRY = PatchRegistry("trl", f"supported: {SUPPORT.describe()}")
+"""The originals and replacements of TRL's patched trainer methods."""
 
 _ACTIVE: list[KLConfig] = []
 """The config applied to trainers built without ``kl=`` (empty when not applied)."""
@@ -46,11 +49,15 @@ HOOKED = (
 )
 """The TRL methods patched on GRPOTrainer and RLOOTrainer."""
 
+TRAINERS = {"GRPO": "GRPOTrainer", "RLOO": "RLOOTrainer"}
+"""Kind -> the ``trl`` class patched in place."""
 
-def _targets() -> dict[str, type]:
-    import trl
 
-    return {"GRPO": trl.GRPOTrainer, "RLOO": trl.RLOOTrainer}
+def targets() -> dict[str, list[Target]]:
+    """Kind -> the patched methods of its TRL trainer class."""
+    return {
+        kind: [Target("trl", name, owner=cls) for name in HOOKED] for kind, cls in TRAINERS.items()
+    }
 
 
 def _active(trainer: Any) -> bool:
@@ -115,51 +122,50 @@ def apply(
     force: bool = False,
     full_monitor: bool = False,
 ) -> KLConfig:
-    """Patch ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` to run ``config`` (default k1-in-reward).
+    """Patch ``trl.GRPOTrainer`` and ``trl.RLOOTrainer`` to run ``config``.
+
+    Without ``config``: the one in ``KL_PATCHES_TRL`` (:mod:`.delivery`) when set, else the
+    default k1-in-reward.
 
     ``full_monitor`` makes them log the exact full-vocabulary KL (``kl/full_vocab``). Raises on
-    an untested TRL version unless ``force`` (or ``KL_PATCHES_TRL_FORCE=1``), and if a hooked
+    an unsupported TRL version unless ``force`` (or ``KL_PATCHES_FORCE=1``), and if a hooked
     method is missing. Returns the active config.
     """
     import trl
 
-    resolved = KLConfig.coerce(config)
-    check_version(trl.__version__, force=force)
-    targets = _targets()
-    for cls in targets.values():
-        missing = [n for n in HOOKED if not callable(getattr(cls, n, None))]
+    resolved = KLConfig.coerce(config) if config is not None else configured() or KLConfig()
+    SUPPORT.check(trl.__version__, force=force)
+    for cls in TRAINERS.values():
+        missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
         if missing:
             raise RuntimeError(
-                f"kl_patches.trl: trl.{cls.__name__} {trl.__version__} lacks {missing}; "
+                f"kl_patches.trl: trl.{cls} {trl.__version__} lacks {missing}; "
                 "this TRL version is not supported"
             )
     _ACTIVE[:] = [resolved]
     _MONITOR[:] = [full_monitor]
-    if _ORIGINALS:
-        return resolved
-    for kind, cls in targets.items():
-        for name in HOOKED:
-            _ORIGINALS[(cls, name)] = cls.__dict__.get(name)
-            setattr(cls, name, _wrap(kind, name, getattr(cls, name)))
+    for kind, items in targets().items():
+        for target in items:
+            REGISTRY.patch(target, functools.partial(_wrap, kind, target.attr))
     return resolved
 
 
 def revert() -> None:
     """Restore every patched attribute exactly; a no-op when nothing is applied."""
-    for (cls, name), original in _ORIGINALS.items():
-        if original is None:
-            delattr(cls, name)
-        else:
-            setattr(cls, name, original)
-    _ORIGINALS.clear()
+    REGISTRY.revert()
     _ACTIVE.clear()
     _MONITOR.clear()
     _CALLS.clear()
 
 
+def applied() -> list[str]:
+    """The patched TRL methods (checked on the live classes); empty when not applied."""
+    return REGISTRY.applied()
+
+
 def is_applied() -> bool:
-    """True while :func:`apply` is in effect."""
-    return bool(_ORIGINALS)
+    """True while :func:`apply` is in effect (same as ``bool(applied())``)."""
+    return bool(applied())
 
 
 def active_config() -> KLConfig | None:

@@ -6,16 +6,33 @@ are those of TRL 1.16.0 (``GRPOConfig``/``RLOOConfig`` defaults checked by insta
 
 from __future__ import annotations
 
-import os
+from kl_patches.adapters.support import FORCE_ENV, VersionSupport
+
+__all__ = [
+    "FORCE_ENV",
+    "GLOBAL_TOKEN_COUNT_LOSS_TYPES",
+    "GRPO_DEFAULTS",
+    "GRPO_LOSS_AGGREGATION",
+    "RLOO_DEFAULTS",
+    "SUPPORT",
+    "TESTED_BELOW",
+    "TESTED_MIN",
+    "check_version",
+]
+
+SUPPORT = VersionSupport(
+    library="trl",
+    supported=">=1.16.0,<1.17.0",
+    tested=("1.16.0",),
+    legacy_force_env="KL_PATCHES_TRL_FORCE",
+)
+"""The TRL releases the patch accepts (the version guard; ``KL_PATCHES_FORCE=1`` overrides)."""
 
 TESTED_MIN = (1, 16, 0)
-"""Oldest TRL release the adapter is tested against (inclusive)."""
+"""Oldest TRL release the adapter is tested against (inclusive); see :data:`SUPPORT`."""
 
 TESTED_BELOW = (1, 17, 0)
-"""First TRL release the adapter is NOT tested against (exclusive upper bound)."""
-
-FORCE_ENV = "KL_PATCHES_TRL_FORCE"
-"""Environment variable that, when set to 1, lets the adapter run on an untested TRL version."""
+"""First TRL release the adapter is NOT tested against (exclusive); see :data:`SUPPORT`."""
 
 GRPO_DEFAULTS: dict[str, object] = {
     "beta": 0.0,
@@ -68,33 +85,6 @@ GLOBAL_TOKEN_COUNT_LOSS_TYPES = ("dapo", "cispo", "vespo")
 (``num_items_in_batch``) rather than the micro-batch's own count."""
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    """``"1.16.0"`` -> ``(1, 16, 0)``; pre/dev suffixes are ignored."""
-    parts: list[int] = []
-    for piece in text.split(".")[:3]:
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        parts.append(int(digits) if digits else 0)
-    while len(parts) < 3:
-        parts.append(0)
-    return parts[0], parts[1], parts[2]
-
-
 def check_version(version: str, force: bool = False) -> None:
-    """Raise if ``version`` is outside the tested range, unless forced (argument or env var)."""
-    v = parse_version(version)
-    if TESTED_MIN <= v < TESTED_BELOW:
-        return
-    if force or os.environ.get(FORCE_ENV, "") == "1":
-        return
-    lo = ".".join(map(str, TESTED_MIN))
-    hi = ".".join(map(str, TESTED_BELOW))
-    raise RuntimeError(
-        f"kl_patches.trl is tested with trl>={lo},<{hi}, but trl {version} is installed. "
-        f"Install a tested version (pip install 'trl>={lo},<{hi}'), or set {FORCE_ENV}=1 "
-        "(or pass force=True) to run anyway; the regression tests in tests/adapters/test_trl*.py "
-        "then tell you whether the patch still matches TRL."
-    )
+    """Raise unless ``version`` is supported (or forced: argument or ``KL_PATCHES_FORCE=1``)."""
+    SUPPORT.check(version, force=force)

@@ -1,0 +1,24 @@
+"""TRL adapter tests: one tiny random Qwen2 and a local tokenizer, built once per session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from trl_support import tiny
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("trl")
+    return tiny.build_model_dir(root / "model"), root / "out"
