@@ -142,9 +142,9 @@ def verl_config(config: Any, *, kl_outside_std: bool = False) -> Any:
 
 def requested_spec(cfg: Any) -> Any:
     """The PatchSpec a verl config asks every process to apply (None: native)."""
-    from kl_patches.adapters.verl import native
+    from kl_patches.adapters.verl import translate
 
-    return native.patch_spec_of(native.settings_of(cfg))
+    return translate.patch_spec_of(translate.settings_of(cfg))
 
 
 def reward_run(label: str, rollout: Any, cfg: Any, *, native: bool) -> Run:
@@ -152,7 +152,7 @@ def reward_run(label: str, rollout: Any, cfg: Any, *, native: bool) -> Run:
     from verl.trainer.ppo import core_algos
     from verl_support.batches import to_dataproto
 
-    from kl_patches.adapters.verl.native import MARKER
+    from kl_patches.adapters.verl.versions import MARKER
 
     algo = cfg.algorithm
     if not algo.use_kl_in_reward:
@@ -185,7 +185,7 @@ def loss_run(label: str, rollout: Any, advantages: Any, actor: Any, *, native: b
     """verl's ppo_loss and its backward with the actor config ``actor``."""
     from verl_support.batches import ppo_loss_inputs
 
-    from kl_patches.adapters.verl.native import MARKER
+    from kl_patches.adapters.verl.versions import MARKER
 
     def prepare() -> Callable[[], dict[str, Any]]:
         rollout.logp.grad = None
@@ -219,7 +219,7 @@ def build_cases(batch: int, length: int) -> list[Case]:
     from verl_support.batches import make_rollout
 
     from kl_patches.adapters import verl as kv
-    from kl_patches.adapters.verl.native import MARKER
+    from kl_patches.adapters.verl.versions import MARKER
     from kl_patches.config import KLConfig
 
     rollout = make_rollout(batch=batch, length=length, group=GROUP, seed=0)

@@ -4,7 +4,8 @@
   (native switches where verl has them; the ``kl_patches`` estimator name plus a runtime-env
   variable where it has not);
 * :func:`from_config` / :func:`read` -- what a verl config actually runs (no verl needed);
-* :func:`apply` / :func:`revert` / :func:`check` -- the in-process patch (needs verl);
+* :func:`apply` / :func:`revert` / :func:`applied` / :func:`active_config` -- the in-process
+  patch (needs verl); :func:`check` and :func:`active` give the :class:`PatchSpec` in use;
 * :mod:`~kl_patches.adapters.verl.plugin` -- the ``verl.plugins`` entry point that applies the
   patch in every Ray process; :mod:`~kl_patches.adapters.verl.launch` -- ``kl-patches verl``.
 
@@ -15,25 +16,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from kl_patches.adapters.verl.audit import read
-from kl_patches.adapters.verl.native import (
+from kl_patches.adapters.verl.delivery import PatchSpec
+from kl_patches.adapters.verl.read import installed_defaults, read
+from kl_patches.adapters.verl.translate import from_config, needs_patch, to_overrides
+from kl_patches.adapters.verl.versions import (
     ENV_VAR,
     MARKER,
+    SUPPORT,
     SUPPORTED_RANGE,
     TESTED_VERSIONS,
-    PatchSpec,
-    from_config,
-    needs_patch,
-    to_overrides,
 )
+from kl_patches.config import KLConfig
 
 __all__ = [
     "ENV_VAR",
     "MARKER",
+    "SUPPORT",
     "SUPPORTED_RANGE",
     "TESTED_VERSIONS",
     "PatchSpec",
     "active",
+    "active_config",
+    "applied",
     "apply",
     "check",
     "from_config",
@@ -45,7 +49,7 @@ __all__ = [
 ]
 
 
-def apply(config: Any, *, kl_outside_std: bool = False) -> PatchSpec:
+def apply(config: Any, *, kl_outside_std: bool = False) -> KLConfig:
     """Install the patch in this process (see :mod:`kl_patches.adapters.verl.patch`)."""
     from kl_patches.adapters.verl import patch
 
@@ -57,6 +61,20 @@ def revert() -> None:
     from kl_patches.adapters.verl import patch
 
     patch.revert()
+
+
+def applied() -> list[str]:
+    """The patched verl functions, checked on the live modules (empty when not applied)."""
+    from kl_patches.adapters.verl import patch
+
+    return patch.applied()
+
+
+def active_config() -> KLConfig | None:
+    """The KLConfig the patch runs in this process, or None."""
+    from kl_patches.adapters.verl import patch
+
+    return patch.active_config()
 
 
 def check() -> PatchSpec:
@@ -71,13 +89,3 @@ def active() -> PatchSpec | None:
     from kl_patches.adapters.verl import patch
 
     return patch.active()
-
-
-def installed_defaults() -> dict[str, Any]:
-    """The KL-relevant defaults of the installed verl, read by composing its Hydra config."""
-    from kl_patches.adapters.verl.hydra_config import compose
-    from kl_patches.adapters.verl.native import DEFAULTS, settings_of
-
-    cfg = compose([])
-    settings = settings_of(cfg)
-    return {key: settings[key] for key in DEFAULTS}

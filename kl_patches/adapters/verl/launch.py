@@ -1,6 +1,6 @@
 """``kl-patches verl``: run verl's trainer with a KLConfig's overrides and the worker delivery.
 
-    kl-patches verl --kl k1-in-reward --coef 0.001 -- algorithm.adv_estimator=grpo ...
+    kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- algorithm.adv_estimator=grpo ...
 
 Adds :func:`~kl_patches.adapters.verl.to_overrides` to the user's Hydra overrides (a key set
 both ways is an error, not a silent precedence rule), prints the audit's findings for the
@@ -8,6 +8,8 @@ combined configuration as warnings, and runs ``python -m verl.trainer.main_ppo``
 When the config needs the patch, the overrides carry ``KL_PATCHES_VERL`` into every Ray
 process through ``ray_kwargs.ray_init.runtime_env.env_vars``; the launcher also sets it for the
 driver and refuses to start if the ``verl.plugins`` entry point cannot load in this install.
+The KL flags are the uniform ``--kl NAME --kl.FIELD VALUE``; ``--coef X`` and ``--set F=V``
+still work, with a deprecation warning.
 """
 
 from __future__ import annotations
@@ -16,40 +18,37 @@ import argparse
 import os
 import subprocess
 import sys
-from typing import Any
+import warnings
+from pathlib import Path
 
-from kl_patches.adapters.verl.audit import installed_version, read
-from kl_patches.adapters.verl.native import (
-    ENV_VAR,
-    TESTED_VERSIONS,
-    needs_patch,
-    patch_spec_of,
-    settings_of,
-)
-from kl_patches.adapters.verl.native import to_overrides as _to_overrides
+from kl_patches.adapters import flags
+from kl_patches.adapters.base import LaunchPayload
 from kl_patches.config import KLConfig
+
+from .read import read
+from .translate import needs_patch, patch_spec_of, settings_of
+from .translate import to_overrides as _to_overrides
+from .versions import ENV_VAR, TESTED_VERSIONS, installed_version
 
 ENTRY = "verl.trainer.main_ppo"
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The launcher's own options (everything after ``--`` goes to verl)."""
     p = argparse.ArgumentParser(
         prog="kl-patches verl",
         description="Run verl's PPO/GRPO trainer with a kl-patches KL configuration.",
-        epilog="Everything after '--' is passed to verl as Hydra overrides.",
+        epilog="Everything after '--' is passed to verl as Hydra overrides. Without --kl, "
+        "verl's KL settings are left as the overrides give them.",
     )
-    p.add_argument(
-        "--kl",
-        help="short name, e.g. k1-in-reward, k3-in-loss, none (default: leave "
-        "verl's KL settings as the overrides give them)",
-    )
-    p.add_argument("--coef", type=float, help="KL coefficient beta (default: KLConfig's)")
+    flags.add_arguments(p)
+    p.add_argument("--coef", type=float, help="deprecated: use --kl.coef")
     p.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="another KLConfig field, e.g. --set granularity=sequence (repeatable)",
+        help="deprecated: use --kl.FIELD VALUE",
     )
     p.add_argument(
         "--kl-outside-std",
@@ -72,31 +71,48 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _config(args: argparse.Namespace) -> KLConfig | None:
-    if args.kl is None:
-        if args.coef is not None or args.set or args.kl_outside_std:
-            raise ValueError(
-                "--coef, --set and --kl-outside-std need --kl (the estimator and placement)"
-            )
-        return None
-    fields: dict[str, Any] = {}
+def config_of(args: argparse.Namespace) -> KLConfig | None:
+    """The KLConfig of the parsed options (None without ``--kl``); ValueError if invalid."""
+    extra: list[str] = []
     if args.coef is not None:
-        fields["coef"] = args.coef
+        flags.deprecated("--coef", "--kl.coef")
+        extra += [f"{flags.PREFIX}coef", repr(args.coef)]
     for item in args.set:
+        flags.deprecated("--set FIELD=VALUE", "--kl.FIELD VALUE")
         if "=" not in item:
             raise ValueError(f"--set {item!r}: write FIELD=VALUE")
         key, value = item.split("=", 1)
-        fields[key.strip()] = _value(value.strip())
-    return KLConfig.parse(args.kl, **fields)
-
-
-def _value(text: str) -> Any:
-    if text.lower() in ("none", "null"):
+        extra += [f"{flags.PREFIX}{key.strip()}", value.strip()]
+    _, deprecated_values = flags.parse_tokens(extra)
+    values = {**flags.values_from_namespace(args), **deprecated_values}
+    if args.kl_name is None:
+        if values or args.kl_outside_std:
+            raise ValueError(
+                "--kl.FIELD, --coef, --set and --kl-outside-std need --kl (the estimator and "
+                "placement)"
+            )
         return None
+    return flags.build(args.kl_name, values)
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        k = argv.index("--")
+        return argv[:k], argv[k + 1 :]
+    return argv, []
+
+
+def overrides_of(argv: list[str]) -> list[str]:
+    """The Hydra overrides a ``kl-patches verl ARGV`` launch hands to verl.
+
+    Raises ValueError when the launcher would refuse it (bad options, invalid KL, clashing keys).
+    """
+    own, user = _split(list(argv))
     try:
-        return float(text)
-    except ValueError:
-        return text
+        args = parser().parse_args(own)
+    except SystemExit as err:  # argparse printed why
+        raise ValueError(f"kl-patches verl cannot parse {' '.join(own)!r}") from err
+    return build(config_of(args), user, args.kl_outside_std)
 
 
 def _key(override: str) -> str:
@@ -132,16 +148,25 @@ def _check_plugin() -> None:
         )
 
 
+def launcher_payload(
+    label: str, argv: list[str], base_dir: Path | None = None, origin: str = ""
+) -> LaunchPayload:
+    """The Hydra overrides ``kl-patches verl [--kl ...] -- OVERRIDES`` hands to verl.
+
+    The launcher writes the KLConfig as verl overrides (with the patch's marker where verl
+    cannot express it), which :func:`read` reads back, so no KLConfig is carried here.
+    """
+    with warnings.catch_warnings():  # reading a script is not running it: no deprecation noise
+        warnings.simplefilter("ignore", FutureWarning)
+        return LaunchPayload(overrides_of(argv))
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``kl-patches verl``; returns the trainer's exit code."""
-    if "--" in argv:
-        split = argv.index("--")
-        own, user = argv[:split], argv[split + 1 :]
-    else:
-        own, user = argv, []
-    args = _parser().parse_args(own)
+    own, user = _split(list(argv))
+    args = parser().parse_args(own)
     try:
-        config = _config(args)
+        config = config_of(args)
         overrides = build(config, user, args.kl_outside_std)
         reading = read(overrides)
     except ValueError as exc:
@@ -175,7 +200,7 @@ def main(argv: list[str]) -> int:
         print(" ".join(_quote(c) for c in command))
         return 0
     if args.check:
-        from kl_patches.adapters.verl.hydra_config import compose
+        from .hydra_config import compose
 
         compose(overrides)
         print("kl-patches verl: verl's config accepts the overrides", file=sys.stderr)

@@ -7,7 +7,7 @@ name (``v1.trainer_base``, ``v1.utils``, ``engine_workers``, ``distillation.loss
 ``experimental.separation.ray_trainer``, and any other loaded module, user code included, that
 holds an original); modules imported later copy the wrapper:
 
-* ``apply_kl_penalty``: when ``algorithm.kl_penalty`` is :data:`~.native.MARKER`, the penalty is
+* ``apply_kl_penalty``: when ``algorithm.kl_penalty`` is :data:`~.versions.MARKER`, the penalty is
   ``kl_patches.core``'s (per token, or one sequence-level value on the last token), with the
   controller's coefficient; otherwise verl's own function runs unchanged.
 * ``compute_advantage``: with ``kl_outside_std`` the sequence penalty is kept out of GRPO's
@@ -17,22 +17,25 @@ holds an original); modules imported later copy the wrapper:
   normalised by verl's global batch counts like verl's ``agg_loss``.
 
 Any other estimator name reaches verl's code untouched, so native configs behave natively while
-the patch is applied. The originals live in one registry; ``apply`` twice is ``apply`` once.
+the patch is applied. The originals live in the shared
+:class:`~kl_patches.adapters.patching.PatchRegistry`; ``apply`` twice is ``apply`` once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import functools
 import os
-import sys
 from typing import Any
 
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.verl.native import MARKER, SUPPORTED_RANGE, PatchSpec
+from kl_patches.adapters.patching import PatchRegistry, Target
 from kl_patches.config import KLConfig
+
+from .delivery import PatchSpec
+from .versions import MARKER, SUPPORT
 
 SOURCES: dict[tuple[str, str], str] = {
     ("verl.trainer.ppo.ray_trainer", "apply_kl_penalty"): "_apply_kl_penalty",
@@ -52,13 +55,17 @@ KNOWN_IMPORTERS: tuple[tuple[str, str], ...] = (
 """verl 0.9.1 modules that import a wrapped function by name (found with grep; when loaded they
 are patched, and any other loaded ``verl`` module holding an original is patched too)."""
 
+TARGETS: dict[Target, str] = {
+    Target(module, attr, propagate=True): wrapper for (module, attr), wrapper in SOURCES.items()
+}
+"""Each wrapped function (propagated to every importer) -> its wrapper's name here."""
+
 PENALTY_KEY = "kl_patches_penalty"
 """Batch field carrying the sequence penalty from apply_kl_penalty to compute_advantage."""
 
-_ORIGINALS: dict[str, Any] = {}
-"""Registry: source qualname ``module:attr`` -> verl's original function."""
-_PATCHED: dict[tuple[str, str], Any] = {}
-"""Every ``(module, attr)`` this patch replaced -> the object that was there before."""
+REGISTRY = PatchRegistry("verl", f"kl_patches supports verl {SUPPORT.supported}")
+"""The originals and wrappers of the patched verl functions."""
+
 _ACTIVE: PatchSpec | None = None
 _NATIVE_ACTOR_CONFIGS: dict[int, tuple[Any, Any]] = {}
 
@@ -69,25 +76,17 @@ class PatchNotActiveError(RuntimeError):
 
 def _check_version() -> str:
     import verl
-    from packaging.version import Version
 
-    version = str(verl.__version__)
-    low, high = (Version(v.lstrip("<>=")) for v in SUPPORTED_RANGE)
-    if not low <= Version(version) < high:
-        raise RuntimeError(
-            f"kl_patches' verl patch supports verl {' '.join(SUPPORTED_RANGE)} (tested 0.9.1); "
-            f"verl {version} is installed. Its KL hook points may differ: install "
-            "verl==0.9.1, or use only native overrides (kl_patches.adapters.verl.to_overrides)."
-        )
-    return version
+    return SUPPORT.check(str(verl.__version__))
 
 
 def apply(
     config: KLConfig | PatchSpec | str | dict[str, Any], *, kl_outside_std: bool = False
-) -> PatchSpec:
-    """Install the patch for ``config`` in this process (idempotent); returns the active spec.
+) -> KLConfig:
+    """Install the patch for ``config`` in this process (idempotent); returns the active config.
 
-    Calling it again with another config replaces the configuration, not the wrappers.
+    Calling it again with another config replaces the configuration, not the wrappers; the
+    :class:`PatchSpec` in use is :func:`active`.
     """
     global _ACTIVE
     if isinstance(config, PatchSpec):
@@ -95,68 +94,21 @@ def apply(
     else:
         spec = PatchSpec(KLConfig.coerce(config), kl_outside_std=kl_outside_std)
     _check_version()
-    for (module_name, attr), wrapper_name in SOURCES.items():
-        module = importlib.import_module(module_name)
-        key = f"{module_name}:{attr}"
-        current = getattr(module, attr, None)
-        if current is None:
-            raise RuntimeError(
-                f"verl hook point {key} is missing; kl_patches supports verl "
-                f"{' '.join(SUPPORTED_RANGE)}"
-            )
-        wrapper = globals()[wrapper_name]
-        if key not in _ORIGINALS:
-            _ORIGINALS[key] = current
-        elif current is not wrapper and current is not _ORIGINALS[key]:
-            raise RuntimeError(f"{key} was replaced by someone else since kl_patches patched it")
-        _set(module, attr, wrapper)
-    _patch_importers()
+    for target, wrapper_name in TARGETS.items():
+        REGISTRY.patch(target, functools.partial(_wrapper, wrapper_name))
     _ACTIVE = spec
     check()
-    return spec
+    return spec.config
 
 
-def _set(module: Any, attr: str, value: Any) -> None:
-    slot = (module.__name__, attr)
-    if slot not in _PATCHED:
-        _PATCHED[slot] = getattr(module, attr)
-    setattr(module, attr, value)
-
-
-def _wrappers() -> dict[int, Any]:
-    """id(original) -> wrapper, for the functions in the registry."""
-    out = {}
-    for key, original in _ORIGINALS.items():
-        wrapper_name = SOURCES[tuple(key.split(":"))]  # type: ignore[index]
-        out[id(original)] = globals()[wrapper_name]
-    return out
-
-
-def _module_attrs() -> list[tuple[Any, str, Any]]:
-    """(module, attr, value) for every loaded module's attributes (verl's and the user's)."""
-    out = []
-    for module in list(sys.modules.values()):
-        if module is sys.modules[__name__]:
-            continue  # the wrappers' own definitions
-        try:
-            items = list(vars(module).items())
-        except TypeError:
-            continue
-        out += [(module, attr, value) for attr, value in items if callable(value)]
-    return out
-
-
-def _patch_importers() -> None:
-    by_original = _wrappers()
-    for module, attr, value in _module_attrs():
-        wrapper = by_original.get(id(value))
-        if wrapper is not None and any(value is o for o in _ORIGINALS.values()):
-            _set(module, attr, wrapper)
+def _wrapper(name: str, original: Any) -> Any:
+    """The registry's factory: this module's wrapper ``name`` (it finds the original itself)."""
+    return globals()[name]
 
 
 def patched_symbols() -> dict[str, Any]:
     """``module:attr`` -> the object now there, for every symbol the patch replaced."""
-    return {f"{m}:{a}": getattr(sys.modules[m], a) for (m, a) in _PATCHED if m in sys.modules}
+    return REGISTRY.slots()
 
 
 def wrapper_names() -> dict[str, str]:
@@ -168,10 +120,10 @@ def check() -> PatchSpec:
     """Raise unless the patch is active and every loaded verl module holds the wrappers."""
     if _ACTIVE is None:
         raise PatchNotActiveError(_not_active_message())
-    originals = {id(o) for o in _ORIGINALS.values()}
-    stale = [f"{m.__name__}.{a}" for m, a, v in _module_attrs() if id(v) in originals]
+    REGISTRY.applied()
+    stale = REGISTRY.stale()
     if stale:
-        raise RuntimeError(f"kl_patches verl patch incomplete; still original: {sorted(stale)}")
+        raise RuntimeError(f"kl_patches verl patch incomplete; still original: {stale}")
     return _ACTIVE
 
 
@@ -180,19 +132,20 @@ def active() -> PatchSpec | None:
     return _ACTIVE
 
 
+def active_config() -> KLConfig | None:
+    """The KLConfig the patch runs in this process, or None."""
+    return None if _ACTIVE is None else _ACTIVE.config
+
+
+def applied() -> list[str]:
+    """The patched verl functions (checked on the live modules); empty when not applied."""
+    return REGISTRY.applied()
+
+
 def revert() -> None:
     """Restore every symbol the patch replaced, including in modules imported after apply."""
     global _ACTIVE
-    wrappers = {id(globals()[w]): w for w in SOURCES.values()}
-    originals = {SOURCES[tuple(k.split(":"))]: o for k, o in _ORIGINALS.items()}  # type: ignore[index]
-    for (module_name, attr), before in _PATCHED.items():
-        module = sys.modules.get(module_name)
-        if module is not None:
-            setattr(module, attr, before)
-    for module, attr, value in _module_attrs() if originals else ():
-        if id(value) in wrappers:
-            setattr(module, attr, originals[wrappers[id(value)]])
-    _PATCHED.clear()
+    REGISTRY.revert()
     _NATIVE_ACTOR_CONFIGS.clear()
     _ACTIVE = None
 
@@ -213,17 +166,7 @@ def _require_active() -> PatchSpec:
 
 
 def _original(module_name: str, attr: str) -> Any:
-    return _ORIGINALS[f"{module_name}:{attr}"]
-
-
-def _last_token_column(penalty: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``[B]`` values -> ``[B, T]`` with each value on its row's last valid token."""
-    m = mask.bool()
-    count = m.long().cumsum(-1)
-    last = m & (count == count[:, -1:])
-    return torch.where(
-        last, penalty.unsqueeze(-1).to(mask.device), torch.zeros_like(penalty)[:, None]
-    )
+    return REGISTRY.original(Target(module_name, attr, propagate=True))
 
 
 # ----------------------------------------------------------------------------- reward side
@@ -249,14 +192,14 @@ def _apply_kl_penalty(
         per_token = cfg.coef * core.kl_terms(old.detach(), ref.detach(), mask, cfg)
         data.batch["token_level_rewards"] = scores - per_token
     else:
-        penalty = _last_token_column(core.reward_penalty(old, ref, mask, cfg), mask)
+        penalty = core.on_last_token(core.reward_penalty(old, ref, mask, cfg), mask)
         if spec.kl_outside_std:
             data.batch[PENALTY_KEY] = penalty
             data.batch["token_level_rewards"] = scores
         else:
             data.batch["token_level_rewards"] = scores - penalty
     seq_kl = core.sequence_kl(old.detach(), ref.detach(), mask, cfg)
-    per_token_kl = (seq_kl / mask.sum(-1).clamp(min=1)).mean().item()
+    per_token_kl = core.per_token_kl(old, ref, mask, cfg).mean().item()
     kl_ctrl.update(current_kl=per_token_kl, n_steps=data.batch.batch_size[0])
     metrics = {
         "actor/reward_kl_penalty": per_token_kl,
@@ -357,18 +300,17 @@ def _aggregated_loss_term(
 ) -> torch.Tensor:
     """``core.loss_term`` normalised by verl's global counts (dp size, tokens, sequences)."""
     dp_size = int(_get(data, "dp_size", 1) or 1)
-    old = batch["old_log_probs"]
-    ref = batch["ref_log_prob"]
-    if cfg.loss_aggregation == "token_mean":
-        tokens = _get(data, "batch_num_tokens", None)
-        normalizer = None if tokens is None else float(tokens) / dp_size
-        return core.loss_term(log_prob, ref, mask, cfg, old_logp=old, normalizer=normalizer)
-    value = core.loss_term(log_prob, ref, mask, cfg, old_logp=old)
+    tokens = _get(data, "batch_num_tokens", None)
     sequences = _get(data, "global_batch_size", None)
-    if sequences is None:
-        return value
-    # core averages over the micro-batch's rows; verl over the global batch (x dp_size).
-    return value * (mask.shape[0] * dp_size / float(sequences))
+    return core.loss_term(
+        log_prob,
+        batch["ref_log_prob"],
+        mask,
+        cfg,
+        old_logp=batch["old_log_probs"],
+        normalizer=None if tokens is None else float(tokens) / dp_size,
+        num_sequences=None if sequences is None else float(sequences) / dp_size,
+    )
 
 
 def _get(data: Any, key: str, default: Any) -> Any:

@@ -18,18 +18,15 @@ import logging
 import os
 import sys
 
-from kl_patches.adapters.verl.native import ENV_VAR, PatchSpec
+from kl_patches.adapters.verl.delivery import PatchSpec, configured
+from kl_patches.adapters.verl.versions import ENV_VAR
 
 logger = logging.getLogger("kl_patches.verl")
 
 LOAD_ERROR: BaseException | None = None
 """The exception of the last failed activation in this process (None if none failed)."""
 
-
-def configured() -> PatchSpec | None:
-    """The patch requested by :data:`~.native.ENV_VAR` in this process' environment."""
-    text = os.environ.get(ENV_VAR, "").strip()
-    return PatchSpec.from_json(text) if text else None
+__all__ = ["LOAD_ERROR", "configured", "setup"]
 
 
 def setup() -> PatchSpec | None:
@@ -39,11 +36,11 @@ def setup() -> PatchSpec | None:
         spec = configured()
         if spec is None:
             return None
-        from kl_patches.adapters.verl.patch import apply
+        from kl_patches.adapters.verl.patch import active, apply
 
-        applied = apply(spec)
+        apply(spec)
         logger.info("kl_patches: verl patch active in pid %d: %s", os.getpid(), spec)
-        return applied
+        return active()
     except BaseException as exc:
         LOAD_ERROR = exc
         message = f"kl_patches: could not apply the verl patch from {ENV_VAR}: {exc!r}"

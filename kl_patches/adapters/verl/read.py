@@ -1,43 +1,51 @@
-"""Read a verl config for the audit: the KLConfig it runs plus verl-specific findings.
+"""Read a verl launch for the audit: the KLConfig it runs plus verl-specific findings.
 
-Works without verl installed (the defaults of the tested version live in
-:mod:`kl_patches.adapters.verl.native`). The theory's verdict is added by the audit itself; the
-findings here are what only verl does: estimators that drop the reward KL (GDPO, multi-turn
-GRPO), both switches on with k3, GRPO's std normalisation scaling the KL, two coefficients,
-the aggregation shared with the policy loss, and the loss KL without importance weights under
-several updates per batch.
+Works without verl installed (the defaults of the tested version live in :mod:`.versions`).
+The theory's verdict is added by the audit itself; the findings here are what only verl does:
+estimators that drop the reward KL (GDPO, multi-turn GRPO), both switches on with k3, GRPO's
+std normalisation scaling the KL, two coefficients, the aggregation shared with the policy
+loss, and the loss KL without importance weights under several updates per batch. It also
+turns a ``main_ppo`` command line into its Hydra overrides, and reads ``kl-patches verl``
+launches.
 """
 
 from __future__ import annotations
 
-from importlib import metadata
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from kl_patches.adapters.verl.native import (
-    ACTOR,
-    GRPO_LIKE,
-    MARKER,
-    TESTED_VERSIONS,
-    VERL_ESTIMATORS,
-    KLConfig,
-    PatchSpec,
-    _loss_side,
-    _reward_side,
+from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
+from kl_patches.config import KLConfig
+from kl_patches.theory import verdict
+
+from .delivery import PatchSpec
+from .translate import (
     from_config,
+    loss_side,
     patch_spec_of,
+    reward_side,
     settings_of,
     to_overrides,
 )
-from kl_patches.reading import Finding, NativeReading
-from kl_patches.theory import verdict
+from .versions import ACTOR, GRPO_LIKE, MARKER, TESTED_VERSIONS, VERL_ESTIMATORS, installed_version
 
+COVERS = {
+    "verl.kl_off": "kl_off",
+    "verl.gdpo_drops_kl": "kl_off",
+    "verl.multi_turn_drops_kl": "kl_off",
+    "verl.mismatched_coefficients": "coef_mismatch",
+    "verl.k3_clamp": "kl_clamp",
+    "verl.token_mean_loss": "token_mean_loss",
+    "verl.off_policy_loss_kl": "off_policy",
+}
+"""verl finding codes that already say an audit-level finding (the audit does not repeat it)."""
 
-def installed_version() -> str | None:
-    """verl's installed version from package metadata (verl is not imported); None if absent."""
-    try:
-        return metadata.version("verl")
-    except metadata.PackageNotFoundError:
-        return None
+SECTIONS = ("actor_rollout_ref", "algorithm")
+"""Top-level mapping keys that mark a YAML file as a verl (Hydra) config."""
+
+HYDRA_VALUE_OPTIONS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
+"""Hydra's own command-line options that take a value."""
 
 
 def is_off_policy(settings: dict[str, Any]) -> bool:
@@ -50,7 +58,7 @@ def is_off_policy(settings: dict[str, Any]) -> bool:
 def read(source: Any) -> NativeReading:
     """What a verl config does with the KL: KLConfig, off-policy flag, findings, native fix.
 
-    ``source`` is anything :func:`kl_patches.adapters.verl.native.settings_of` reads: an
+    ``source`` is anything :func:`kl_patches.adapters.verl.translate.settings_of` reads: an
     OmegaConf/dict config, a YAML path or text, or a list of Hydra overrides.
     """
     s = settings_of(source)
@@ -103,7 +111,7 @@ def s_nested(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scale(s: dict[str, Any]) -> float:
-    reward, loss = _reward_side(s), _loss_side(s)
+    reward, loss = reward_side(s), loss_side(s)
     if reward.on:
         return reward.coef
     if loss.on:
@@ -120,7 +128,7 @@ def _fix_text(s: dict[str, Any]) -> str:
 
 
 def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Finding]:
-    reward, loss = _reward_side(s), _loss_side(s)
+    reward, loss = reward_side(s), loss_side(s)
     adv = str(s["algorithm.adv_estimator"])
     fix = _fix_text(s)
     out: list[Finding] = []
@@ -139,7 +147,7 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
     if not reward.on and not loss.on:
         out.append(
             Finding(
-                "kl_off",
+                "verl.kl_off",
                 "info",
                 "Both verl KL switches are off (use_kl_in_reward and actor.use_kl_loss), or their "
                 "coefficients are 0: nothing keeps the policy near the reference model.",
@@ -327,3 +335,52 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
             )
         )
     return out
+
+
+def claims(mapping: Mapping[str, Any]) -> bool:
+    """A mapping with a verl section (``algorithm``, ``actor_rollout_ref``) is a verl config."""
+    return any(isinstance(mapping.get(k), dict) for k in SECTIONS)
+
+
+def split_hydra_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(overrides, Hydra's own command-line options) of a Hydra app's argv."""
+    overrides: list[str] = []
+    options: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if tok.startswith("-") and not tok.startswith("--") and len(tok) > 1 and "=" in tok:
+            options.append(tok)
+        elif tok.startswith("-"):
+            options.append(tok)
+            if tok in HYDRA_VALUE_OPTIONS and i < len(argv):
+                options.append(argv[i])
+                i += 1
+        else:
+            overrides.append(tok)
+    return overrides, options
+
+
+def entry_payload(
+    label: str, argv: list[str], base_dir: Path | None = None, origin: str = ""
+) -> LaunchPayload:
+    """A ``main_ppo`` launch: its Hydra overrides (Hydra's own options are noted, not read)."""
+    overrides, options = split_hydra_options(argv)
+    notes: tuple[str, ...] = ()
+    if options:
+        notes = (
+            f"Hydra options not read: {' '.join(options)}; the overrides are read on top of "
+            "verl's default config, so KL settings in a custom config file are not seen "
+            "(audit that YAML file too)",
+        )
+    return LaunchPayload(overrides, notes)
+
+
+def installed_defaults() -> dict[str, Any]:
+    """The KL-relevant defaults of the installed verl, read by composing its Hydra config."""
+    from .hydra_config import compose
+    from .versions import DEFAULTS
+
+    settings = settings_of(compose([]))
+    return {key: settings[key] for key in DEFAULTS}

@@ -1,0 +1,259 @@
+"""verl adapter, patch side: apply/revert on real verl 0.9.1 modules, and the patched KL maths.
+
+What verl cannot express (sequence-level k2, importance-weighted loss KL, the KL kept out of
+GRPO's std normalisation) runs through verl's own ``ppo_loss`` / ``apply_kl_penalty`` /
+``compute_advantage`` after ``apply``; the numbers must be the core's. After ``revert`` every
+patched symbol is verl's original again and the marker estimator fails loudly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("verl")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from verl.trainer.ppo import core_algos, ray_trainer
+from verl.workers.utils import losses
+from verl_support.batches import (
+    actor_config,
+    last_token,
+    make_rollout,
+    ppo_loss_inputs,
+    to_dataproto,
+)
+from verl_support.configs import PATCHED, overlay, with_verl_clamps
+
+from kl_patches import core
+from kl_patches.adapters import verl as kv
+from kl_patches.adapters.verl import delivery, patch, plugin, translate, versions
+from kl_patches.config import KLConfig
+
+TOL = {"atol": 1e-6, "rtol": 1e-6}
+SLOTS = [*patch.SOURCES, *patch.KNOWN_IMPORTERS]
+
+
+@pytest.fixture(autouse=True)
+def _reverted():  # type: ignore[no-untyped-def]
+    patch.revert()
+    yield
+    patch.revert()
+
+
+def snapshot() -> dict[tuple[str, str], object]:
+    for module, _ in SLOTS:
+        importlib.import_module(module)
+    return {(m, a): getattr(sys.modules[m], a) for m, a in SLOTS}
+
+
+def grad(value: torch.Tensor, leaf: torch.Tensor) -> torch.Tensor:
+    (g,) = torch.autograd.grad(value, leaf)
+    return g
+
+
+def actor_for(config: KLConfig):  # type: ignore[no-untyped-def]
+    from verl.utils.config import omega_conf_to_dataclass
+
+    micro = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"
+    return omega_conf_to_dataclass(
+        overlay([*kv.to_overrides(config), micro]).actor_rollout_ref.actor
+    )
+
+
+# ----------------------------------------------------------------------------- registry
+def test_apply_patches_every_importer_and_revert_restores_all() -> None:
+    before = snapshot()
+    late = types.ModuleType("user_code_late_importer")
+    late.apply_kl_penalty = ray_trainer.apply_kl_penalty  # a user's `from ... import` before apply
+    sys.modules[late.__name__] = late
+    try:
+        kv.apply(PATCHED[0])
+        after = snapshot()
+        wrappers = {getattr(patch, w) for w in patch.SOURCES.values()}
+        assert all(after[slot] in wrappers for slot in SLOTS)
+        assert after[("verl.workers.engine_workers", "ppo_loss")] is patch._ppo_loss
+        assert late.apply_kl_penalty is patch._apply_kl_penalty
+        state = (patch.REGISTRY.originals(), patch.patched_symbols())
+        kv.apply(PATCHED[0])  # twice == once
+        assert (patch.REGISTRY.originals(), patch.patched_symbols()) == state
+        assert kv.check().config == PATCHED[0]
+        # A module importing the name after apply copies the wrapper; revert restores it too.
+        later = types.ModuleType("user_code_after_apply")
+        later.ppo_loss = losses.ppo_loss
+        sys.modules[later.__name__] = later
+        kv.revert()
+        assert snapshot() == before
+        assert late.apply_kl_penalty is before[("verl.trainer.ppo.ray_trainer", "apply_kl_penalty")]
+        assert later.ppo_loss is before[("verl.workers.utils.losses", "ppo_loss")]
+        assert kv.active() is None
+        with pytest.raises(patch.PatchNotActiveError):
+            kv.check()
+    finally:
+        sys.modules.pop("user_code_late_importer", None)
+        sys.modules.pop("user_code_after_apply", None)
+
+
+def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    import verl
+
+    monkeypatch.setattr(verl, "__version__", "0.8.2")
+    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.10"):
+        kv.apply(PATCHED[0])
+    assert kv.active() is None
+
+
+def test_marker_fails_loudly_without_patch() -> None:
+    """Unpatched verl raises on the marker: a patch missing in a process cannot pass silently."""
+    r = make_rollout()
+    with pytest.raises(NotImplementedError):
+        ray_trainer.apply_kl_penalty(
+            to_dataproto(r), core_algos.FixedKLController(0.1), versions.MARKER
+        )
+    out, data = ppo_loss_inputs(r, torch.zeros_like(r.old_logp))
+    with pytest.raises(NotImplementedError):
+        losses.ppo_loss(actor_for(PATCHED[0]), out, data)
+
+
+def test_wrapper_without_active_config_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    kv.apply(PATCHED[0])
+    monkeypatch.setattr(patch, "_ACTIVE", None)
+    r = make_rollout()
+    out, data = ppo_loss_inputs(r, torch.zeros_like(r.old_logp))
+    with pytest.raises(patch.PatchNotActiveError, match="KL_PATCHES_VERL"):
+        losses.ppo_loss(actor_for(PATCHED[0]), out, data)
+
+
+def test_plugin_setup_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(versions.ENV_VAR, raising=False)
+    assert plugin.setup() is None and kv.active() is None
+    monkeypatch.setenv(versions.ENV_VAR, delivery.PatchSpec(PATCHED[1]).to_json())
+    assert plugin.setup() == delivery.PatchSpec(PATCHED[1]) == kv.active()
+    monkeypatch.setenv(versions.ENV_VAR, '{"estimator": "k5"}')
+    with pytest.raises(ValueError, match="k5"):
+        plugin.setup()
+    assert isinstance(plugin.LOAD_ERROR, ValueError)
+
+
+# ----------------------------------------------------------------------------- patched maths
+@pytest.mark.parametrize("config", [PATCHED[0], PATCHED[1], PATCHED[3]], ids=str)
+def test_patched_ppo_loss_is_core_loss_term(config: KLConfig) -> None:
+    kv.apply(config)
+    actor = actor_for(config)
+    assert actor.kl_loss_type == versions.MARKER
+    plain = actor_config(loss_agg_mode=actor.loss_agg_mode)
+    r = make_rollout(seed=11)
+    adv = torch.randn(r.mask.shape, generator=torch.Generator().manual_seed(3))
+    total_kl = torch.zeros(())
+    for rows in (slice(0, 5), slice(5, 8)):  # micro-batches with verl's global counts
+        out, data = ppo_loss_inputs(r, adv, rows)
+        loss, metrics = losses.ppo_loss(actor, out, data)
+        out2, data2 = ppo_loss_inputs(r, adv, rows)
+        pg_only, _ = losses.ppo_loss(plain, out2, data2)
+        assert metrics["kl_patches/active"] == 1.0
+        total_kl = total_kl + (loss - pg_only)
+    whole = core.loss_term(r.logp, r.ref_logp, r.mask, config, old_logp=r.old_logp)
+    torch.testing.assert_close(total_kl, whole, **TOL)
+    r.logp.grad = None
+    torch.testing.assert_close(grad(total_kl, r.logp), grad(whole, r.logp), **TOL)
+
+
+def test_native_loss_unchanged_while_patch_active() -> None:
+    native_cfg = KLConfig(estimator="k3", placement="loss", coef=0.1, loss_aggregation="token_mean")
+    r = make_rollout(seed=12)
+    adv = torch.randn(r.mask.shape)
+    out, data = ppo_loss_inputs(r, adv)
+    before, _ = losses.ppo_loss(actor_for(native_cfg), out, data)
+    kv.apply(PATCHED[0])
+    out, data = ppo_loss_inputs(r, adv)
+    after, metrics = losses.ppo_loss(actor_for(native_cfg), out, data)
+    assert torch.equal(before, after) and "kl_patches/active" not in metrics
+
+
+def test_coefficient_mismatch_raises() -> None:
+    kv.apply(PATCHED[0])
+    r = make_rollout()
+    out, data = ppo_loss_inputs(r, torch.zeros_like(r.old_logp))
+    with pytest.raises(ValueError, match="kl_loss_coef"):
+        losses.ppo_loss(actor_for(PATCHED[0].replace(coef=0.3)), out, data)
+
+
+def _grpo(config: KLConfig, r, kl_outside_std: bool = False):  # type: ignore[no-untyped-def]
+    overrides = [
+        *kv.to_overrides(config, kl_outside_std=kl_outside_std),
+        "algorithm.adv_estimator=grpo",
+    ]
+    cfg = overlay(overrides)
+    kv.apply(translate.patch_spec_of(translate.settings_of(cfg)))
+    data, metrics = ray_trainer.apply_kl_penalty(
+        to_dataproto(r),
+        core_algos.get_kl_controller(cfg.algorithm.kl_ctrl),
+        cfg.algorithm.kl_penalty,
+    )
+    assert metrics["kl_patches/active"] == 1.0
+    return ray_trainer.compute_advantage(data, "grpo", num_repeat=4, config=cfg.algorithm)
+
+
+def test_sequence_level_k2_reward_through_grpo() -> None:
+    config = PATCHED[2]
+    r = make_rollout(seed=13)
+    data = _grpo(config, r)
+    penalty = core.reward_penalty(r.old_logp, r.ref_logp, r.mask, config)
+    torch.testing.assert_close(data.batch["token_level_rewards"].sum(-1), r.score - penalty, **TOL)
+    kv.revert()
+    ref = to_dataproto(r)
+    ref.batch["token_level_rewards"] = last_token(r.score - penalty, r.mask)
+    ref = ray_trainer.compute_advantage(ref, "grpo", num_repeat=4)
+    torch.testing.assert_close(data.batch["advantages"], ref.batch["advantages"], **TOL)
+
+
+def test_kl_outside_grpo_std() -> None:
+    """A_i = (R_i - mean R) / (std R + 1e-6) - (P_i - mean P) within each group of 4."""
+    config = KLConfig(estimator="k1", placement="reward", coef=0.1)
+    r = make_rollout(seed=14)
+    data = _grpo(config, r, kl_outside_std=True)
+    penalty = core.reward_penalty(r.old_logp, r.ref_logp, r.mask, config)
+    score, pen = r.score.view(-1, 4), penalty.view(-1, 4)
+    scaled = (score - score.mean(1, keepdim=True)) / (score.std(1, keepdim=True) + 1e-6)
+    expected = (scaled - (pen - pen.mean(1, keepdim=True))).reshape(-1)
+    torch.testing.assert_close(data.batch["advantages"], expected[:, None] * r.mask, **TOL)
+    # And it differs from verl's native GRPO, which divides the KL by the std as well.
+    kv.revert()
+    native_data = to_dataproto(r)
+    native_data.batch["token_level_rewards"] = last_token(r.score - penalty, r.mask)
+    native_adv = ray_trainer.compute_advantage(native_data, "grpo", num_repeat=4).batch[
+        "advantages"
+    ]
+    assert (native_adv - data.batch["advantages"]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+def test_patched_path_matches_verl_where_verl_expresses_it(estimator: str) -> None:
+    """The marker path with verl's numerics (k3 clamps) reproduces verl's own reward and loss."""
+    config = with_verl_clamps(KLConfig(estimator=estimator, placement="both", coef=0.1))
+    r = make_rollout(seed=15, spread=3.0)
+    kv.apply(config)
+    ctrl = core_algos.FixedKLController(0.1)
+    ours, _ = ray_trainer.apply_kl_penalty(to_dataproto(r), ctrl, versions.MARKER)
+    theirs, _ = ray_trainer.apply_kl_penalty(to_dataproto(r), ctrl, estimator)
+    torch.testing.assert_close(
+        ours.batch["token_level_rewards"], theirs.batch["token_level_rewards"], **TOL
+    )
+    adv = torch.randn(r.mask.shape)
+    for name in (versions.MARKER, estimator):
+        actor = actor_config(
+            use_kl_loss=True,
+            kl_loss_type=name,
+            kl_loss_coef=0.1,
+            loss_agg_mode="seq-mean-token-sum",
+        )
+        loss, _ = losses.ppo_loss(actor, *ppo_loss_inputs(r, adv))
+        if name == versions.MARKER:
+            patched_loss, patched_grad = loss, grad(loss, r.logp)
+    torch.testing.assert_close(patched_loss, loss, **TOL)
+    torch.testing.assert_close(patched_grad, grad(loss, r.logp), **TOL)
