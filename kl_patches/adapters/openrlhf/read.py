@@ -1,38 +1,42 @@
 """Read an OpenRLHF ``train_ppo_ray`` command line for the audit (no OpenRLHF needed).
 
-:func:`read` returns a :class:`~kl_patches.reading.NativeReading`: the KLConfig OpenRLHF runs
-(:func:`~kl_patches.adapters.openrlhf.flags.from_args`), whether the updates are off-policy, and
+:func:`read` returns a :class:`~kl_patches.adapters.base.NativeReading`: the KLConfig OpenRLHF runs
+(:func:`~kl_patches.adapters.openrlhf.translate.from_args`), whether the updates are off-policy, and
 the findings that are specific to OpenRLHF 0.11.2. The audit adds the theory's verdict itself.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Sequence
 
-from kl_patches.adapters.openrlhf.flags import (
-    GROUP_ESTIMATORS,
-    IS_WEIGHT_CLIP,
-    NATIVE_KL_CLAMP,
-    TESTED_VERSION,
-    WHITENED_ESTIMATORS,
+from kl_patches.adapters.base import Finding, NativeReading
+from kl_patches.config import KLConfig
+
+from .translate import (
     config_from_settings,
     is_off_policy,
     parse_settings,
     to_args,
     updates_per_rollout,
 )
-from kl_patches.config import KLConfig
-from kl_patches.reading import Finding, NativeReading
+from .versions import (
+    GROUP_ESTIMATORS,
+    IS_WEIGHT_CLIP,
+    NATIVE_KL_CLAMP,
+    TESTED_VERSION,
+    WHITENED_ESTIMATORS,
+    installed_version,
+)
 
 TRAINER = "train_ppo_ray"
 
-
-def _version() -> str | None:
-    try:
-        return importlib.metadata.version("openrlhf")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+COVERS = {
+    "openrlhf.kl_off": "kl_off",
+    "openrlhf.kl_clamp": "kl_clamp",
+    "openrlhf.kl_loss_token_mean": "token_mean_loss",
+    "openrlhf.off_policy_kl_loss": "off_policy",
+}
+"""OpenRLHF finding codes that already say an audit-level finding (not repeated by the audit)."""
 
 
 def _flags(args: list[str]) -> str:
@@ -181,7 +185,7 @@ def read(argv: Sequence[str]) -> NativeReading:
         fix += ("(remove --algo.kl.unbiased_gradient)",)
     return NativeReading(
         library="openrlhf",
-        version=_version() or TESTED_VERSION,
+        version=installed_version() or TESTED_VERSION,
         trainer=f"{TRAINER} ({settings['algo.advantage.estimator']})",
         config=config,
         off_policy=is_off_policy(settings),

@@ -1,6 +1,6 @@
 """Patches that make OpenRLHF 0.11.x run what its flags cannot express, with the core's maths.
 
-Patched only where :func:`~kl_patches.adapters.openrlhf.flags.native_gaps` says the flags fall
+Patched only where :func:`~kl_patches.adapters.openrlhf.translate.native_gaps` says the flags fall
 short, per side:
 
 reward side (module ``openrlhf.trainer.ppo_utils.experience_maker``)
@@ -23,17 +23,17 @@ loss side (module ``openrlhf.trainer.ray.ppo_actor``)
     * ``ActorPPOTrainer.training_step``: gives the two functions above the action mask, uses
       ``loss_coef`` when set, and refuses to run when OpenRLHF's flags would skip the KL.
 
-Every original is kept in one registry: :func:`revert` restores exactly what was there,
-applying twice equals applying once, and a missing hook point raises naming the supported
-versions. Deviation from OpenRLHF on purpose: no clamps unless the config sets them.
+Every original is kept in the shared :class:`~kl_patches.adapters.patching.PatchRegistry`:
+:func:`revert` restores exactly what was there, applying twice equals applying once, and a
+missing hook point raises naming the supported versions. The two ``compute_approx_kl`` targets
+are the names each module imported (each gets its own replacement), not the defining function.
+Deviation from OpenRLHF on purpose: no clamps unless the config sets them.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
-import importlib
-import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,42 +41,45 @@ from typing import Any
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.openrlhf.flags import native_gaps, parse_version, to_args
+from kl_patches.adapters.patching import MARK, PatchRegistry, Target
 from kl_patches.config import KLConfig
 
-SUPPORTED = ((0, 11, 2), (0, 12, 0))
-"""Patched OpenRLHF versions: ``>= 0.11.2, < 0.12`` (0.11.2 is tested)."""
+from .translate import native_gaps, to_args
+from .versions import SUPPORT, installed_version
+
 REWARD_MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
 LOSS_MODULE = "openrlhf.trainer.ray.ppo_actor"
-MARK = "__kl_patches__"
-"""Attribute set on every patched function (value: the side it belongs to)."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """One patched symbol."""
-
-    module: str
-    owner: str | None
-    """Class name inside ``module``, or None for a module global."""
-    attr: str
-    side: str
-
-    @property
-    def name(self) -> str:
-        return ".".join(p for p in (self.module, self.owner, self.attr) if p)
-
 
 TARGETS: tuple[Target, ...] = (
-    Target(REWARD_MODULE, None, "compute_approx_kl", "reward"),
-    Target(REWARD_MODULE, "RemoteExperienceMaker", "compute_advantages_and_returns", "reward"),
-    Target(LOSS_MODULE, None, "compute_approx_kl", "loss"),
-    Target(LOSS_MODULE, None, "aggregate_loss", "loss"),
-    Target(LOSS_MODULE, "ActorPPOTrainer", "training_step", "loss"),
+    Target(REWARD_MODULE, "compute_approx_kl"),
+    Target(REWARD_MODULE, "compute_advantages_and_returns", owner="RemoteExperienceMaker"),
+    Target(LOSS_MODULE, "compute_approx_kl"),
+    Target(LOSS_MODULE, "aggregate_loss"),
+    Target(LOSS_MODULE, "training_step", owner="ActorPPOTrainer"),
 )
+"""Every patched symbol, in patching order."""
 
-_ORIGINALS: dict[Target, Any] = {}
+SIDES: dict[Target, str] = {t: "reward" if t.module == REWARD_MODULE else "loss" for t in TARGETS}
+"""Which placement each target belongs to (its module holds that side's KL code)."""
+
+REGISTRY = PatchRegistry("openrlhf", f"supported: {SUPPORT.describe()}")
+"""The originals and replacements of the patched OpenRLHF symbols."""
+
 _CONFIG: list[KLConfig] = []
+
+__all__ = [
+    "LOSS_MODULE",
+    "MARK",
+    "REWARD_MODULE",
+    "TARGETS",
+    "active_config",
+    "applied",
+    "apply",
+    "check_version",
+    "installed_version",
+    "needed_sides",
+    "revert",
+]
 
 
 @dataclass
@@ -90,25 +93,12 @@ _STEP: contextvars.ContextVar[_Step | None] = contextvars.ContextVar(
 )
 
 
-def installed_version() -> str:
-    """The installed OpenRLHF version (raises if OpenRLHF is not installed)."""
-    try:
-        return importlib.metadata.version("openrlhf")
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise RuntimeError("kl_patches: OpenRLHF is not installed (pip install openrlhf)") from exc
-
-
-def check_version(version: str | None = None) -> str:
-    """Raise unless ``version`` (default: the installed one) is in :data:`SUPPORTED`."""
-    version = installed_version() if version is None else version
-    low, high = SUPPORTED
-    if not low <= parse_version(version) < high:
-        raise RuntimeError(
-            f"kl_patches supports OpenRLHF >= {'.'.join(map(str, low))}, < "
-            f"{'.'.join(map(str, high))} (tested: 0.11.2); found {version}. Its KL hook points "
-            "may differ; refusing to patch rather than silently changing the objective."
-        )
-    return version
+def check_version(version: str | None = None, *, force: bool = False) -> str:
+    """Raise unless ``version`` (default: the installed one) is supported (see ``SUPPORT``)."""
+    found = installed_version() if version is None else version
+    if found is None:
+        raise RuntimeError("kl_patches: OpenRLHF is not installed (pip install openrlhf)")
+    return SUPPORT.check(found, force=force)
 
 
 def active_config() -> KLConfig | None:
@@ -123,22 +113,7 @@ def _config() -> KLConfig:
 
 
 def _owner(target: Target) -> Any:
-    module = importlib.import_module(target.module)
-    if target.owner is None:
-        return module
-    try:
-        return getattr(module, target.owner)
-    except AttributeError:
-        raise RuntimeError(
-            f"kl_patches: OpenRLHF {installed_version()} has no {target.module}.{target.owner}; "
-            f"supported versions: >= 0.11.2, < 0.12"
-        ) from None
-
-
-def _mark(fn: Callable[..., Any], side: str, original: Any) -> Callable[..., Any]:
-    setattr(fn, MARK, side)
-    fn.__wrapped__ = original  # type: ignore[attr-defined]
-    return fn
+    return REGISTRY.holder(target)
 
 
 # --------------------------------------------------------------------------- reward side
@@ -156,7 +131,7 @@ def _reward_log_ratio(original: Any) -> Callable[..., Any]:
         delta.kl_patches_log_ratio = True  # type: ignore[attr-defined]
         return delta
 
-    return _mark(compute_approx_kl, "reward", original)
+    return compute_approx_kl
 
 
 def _reward_inputs(exp: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -204,7 +179,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                 exp.info["kl"] = core.sequence_kl(logp, ref, mask, shaped) / tokens
         return original(self, experiences)
 
-    return _mark(compute_advantages_and_returns, "reward", original)
+    return compute_advantages_and_returns
 
 
 # --------------------------------------------------------------------------- loss side
@@ -231,7 +206,7 @@ def _loss_values(original: Any) -> Callable[..., Any]:
         step.kl_values = values
         return values
 
-    return _mark(compute_approx_kl, "loss", original)
+    return compute_approx_kl
 
 
 def _loss_aggregate(original: Any) -> Callable[..., Any]:
@@ -260,7 +235,7 @@ def _loss_aggregate(original: Any) -> Callable[..., Any]:
             value = value * (loss.shape[0] * dp_size / global_batch_size)
         return value
 
-    return _mark(aggregate_loss, "loss", original)
+    return aggregate_loss
 
 
 def _training_step(original: Any) -> Callable[..., Any]:
@@ -284,7 +259,7 @@ def _training_step(original: Any) -> Callable[..., Any]:
         finally:
             _STEP.reset(token)
 
-    return _mark(training_step, "loss", original)
+    return training_step
 
 
 _FACTORIES: dict[Target, Callable[[Any], Callable[..., Any]]] = {
@@ -303,58 +278,39 @@ def needed_sides(config: KLConfig) -> tuple[str, ...]:
     return tuple(side for side in ("reward", "loss") if gaps[side])
 
 
-def apply(config: KLConfig | str | dict[str, Any], only: str | None = None) -> list[str]:
-    """Patch OpenRLHF for ``config``; return the names of the patched symbols.
+def apply(
+    config: KLConfig | str | dict[str, Any], only: str | None = None, *, force: bool = False
+) -> KLConfig:
+    """Patch OpenRLHF for ``config``; returns the active config (see :func:`applied`).
 
     Imports the target modules (``only="reward"`` or ``"loss"`` restricts to one module, as the
     Ray setup hook does after each import). Applying the same config twice is a no-op; a new
-    config replaces the old one. Raises outside the supported versions or when a hook point is
-    missing. Run OpenRLHF with ``to_args(config)`` as well: the patches build on those flags.
+    config replaces the old one. Raises outside the supported versions (unless ``force`` or
+    ``KL_PATCHES_FORCE=1``) or when a hook point is missing. Run OpenRLHF with
+    ``to_args(config)`` as well: the patches build on those flags.
     """
     config = KLConfig.coerce(config)
     if only not in (None, "reward", "loss"):
         raise ValueError(f"only={only!r} is not valid; choose one of [None, 'reward', 'loss']")
-    check_version()
+    check_version(force=force)
     if _CONFIG and _CONFIG[0] != config:
         revert()
     if not _CONFIG:
         _CONFIG.append(config)
     sides = [s for s in needed_sides(config) if only is None or s == only]
     for target in TARGETS:
-        if target.side not in sides or target in _ORIGINALS:
-            continue
-        owner = _owner(target)
-        namespace = vars(owner)
-        if target.attr not in namespace:
-            raise RuntimeError(
-                f"kl_patches: OpenRLHF {installed_version()} has no {target.name}; supported "
-                "versions: >= 0.11.2, < 0.12"
-            )
-        original = namespace[target.attr]
-        if getattr(original, MARK, None):
-            raise RuntimeError(f"kl_patches: {target.name} is already patched outside the registry")
-        _ORIGINALS[target] = original
-        setattr(owner, target.attr, _FACTORIES[target](original))
-    return applied()
+        if SIDES[target] in sides:
+            REGISTRY.patch(target, _FACTORIES[target])
+    return config
 
 
 def applied() -> list[str]:
     """Names of the symbols currently patched (checked on the live objects)."""
-    out = []
-    for target in _ORIGINALS:
-        current = vars(_owner(target)).get(target.attr)
-        if getattr(current, MARK, None) != target.side:
-            raise RuntimeError(f"kl_patches: {target.name} was replaced after patching")
-        out.append(target.name)
-    return out
+    return REGISTRY.applied()
 
 
 def revert() -> list[str]:
     """Restore every patched symbol to the original object; return their names."""
-    restored = []
-    for target, original in list(_ORIGINALS.items()):
-        setattr(_owner(target), target.attr, original)
-        del _ORIGINALS[target]
-        restored.append(target.name)
+    restored = REGISTRY.revert()
     _CONFIG.clear()
     return restored

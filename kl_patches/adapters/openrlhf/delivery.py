@@ -4,7 +4,8 @@ OpenRLHF's KL code runs inside Ray actors (the ``PPOTrainer`` that hosts the exp
 every ``PolicyModelActor``), which re-import OpenRLHF from scratch: a patch made in the driver
 never reaches them. Ray runs a job's ``worker_process_setup_hook`` in every worker before any
 task or actor code; :func:`setup` is that hook. It reads the configuration from the environment
-variable :data:`ENV_VAR` (JSON of ``KLConfig.to_dict()``) and installs an import hook that
+variable :data:`ENV_VAR` (the shared wire format of :mod:`kl_patches.adapters.delivery`) and
+installs an import hook that
 patches ``experience_maker`` / ``ppo_actor`` right after they are imported, so processes that
 never import them (vLLM engines, reward models) stay untouched and import nothing heavy.
 
@@ -17,49 +18,49 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
-import json
 import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from kl_patches.adapters import delivery
+from kl_patches.adapters.patching import is_replacement
 from kl_patches.config import KLConfig
 
-ENV_VAR = "KL_PATCHES_OPENRLHF"
-"""Environment variable carrying the JSON KLConfig into Ray workers."""
+ENV_VAR = delivery.env_var("openrlhf")
+"""``KL_PATCHES_OPENRLHF``: the configuration carried into Ray workers."""
 HOOK = "kl_patches.openrlhf.ray_setup_hook"
 """Value for ``runtime_env["worker_process_setup_hook"]``."""
 MODULE_SIDES = {
     "openrlhf.trainer.ppo_utils.experience_maker": "reward",
     "openrlhf.trainer.ray.ppo_actor": "loss",
 }
-MARK = "__kl_patches__"
 
 
 def config_from_env() -> KLConfig:
     """The KLConfig in :data:`ENV_VAR`; raises a clear error when missing or invalid."""
-    raw = os.environ.get(ENV_VAR)
-    if not raw:
+    try:
+        found = delivery.from_environ("openrlhf")
+    except ValueError as exc:
+        raise RuntimeError(f"kl_patches: {exc}") from exc
+    if found is None:
         raise RuntimeError(
             f"kl_patches: the OpenRLHF setup hook {HOOK} runs in this Ray worker but {ENV_VAR} "
             "is not set; pass it in runtime_env['env_vars'] (python -m kl_patches.openrlhf does)"
         )
-    try:
-        return KLConfig.from_dict(json.loads(raw))
-    except (ValueError, TypeError) as exc:
-        raise RuntimeError(f"kl_patches: {ENV_VAR}={raw!r} is not a valid KLConfig: {exc}") from exc
+    return found[0]
 
 
 def config_to_env(config: KLConfig) -> str:
-    """JSON for :data:`ENV_VAR`."""
-    return json.dumps(config.to_dict(), sort_keys=True)
+    """The :data:`ENV_VAR` value for ``config`` (the shared wire format)."""
+    return delivery.encode(config)
 
 
 def _patch(side: str) -> None:
-    from kl_patches.adapters.openrlhf import patches
+    from kl_patches.adapters.openrlhf import patch
 
-    patches.apply(config_from_env(), only=side)
+    patch.apply(config_from_env(), only=side)
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -137,7 +138,7 @@ def status() -> dict[str, object]:
         found = []
         for owner_name, owner in [("", module), *_classes(module)]:
             for attr, value in vars(owner).items():
-                if getattr(value, MARK, None):
+                if is_replacement(value, "openrlhf"):
                     found.append(f"{owner_name}.{attr}" if owner_name else attr)
         patched[name] = sorted(found)
     return {

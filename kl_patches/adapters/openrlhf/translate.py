@@ -29,21 +29,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
+
+from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
-TESTED_VERSION = "0.11.2"
-"""The OpenRLHF release whose defaults and code this adapter is tested against."""
-DOTTED_SINCE = (0, 10, 2)
-"""First release with dotted flag names (``--algo.kl.*``)."""
-UNBIASED_GRADIENT_SINCE = (0, 11, 2)
-"""First release with ``--algo.kl.unbiased_gradient``."""
-NATIVE_KL_CLAMP = 10.0
-"""OpenRLHF clamps every estimator value to [-10, 10] (``compute_approx_kl``)."""
-IS_WEIGHT_CLIP = 10.0
-"""Upper clip of the importance weight under ``--algo.kl.unbiased_gradient``."""
-GROUP_ESTIMATORS = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo", "flash_reinforce")
-WHITENED_ESTIMATORS = ("gae", "reinforce", "reinforce_baseline")
-ADVANTAGE_ESTIMATORS = ("gae", "reinforce", *GROUP_ESTIMATORS)
+from .versions import (
+    ADVANTAGE_ESTIMATORS,
+    DOTTED_SINCE,
+    NATIVE_KL_CLAMP,
+    TESTED_VERSION,
+    UNBIASED_GRADIENT_SINCE,
+)
 
 
 @dataclass(frozen=True)
@@ -96,23 +93,6 @@ KL_FLAGS = (
 """The flags ``to_args`` writes (the launcher refuses conflicting user values for them)."""
 
 
-def parse_version(version: str) -> tuple[int, ...]:
-    """``"0.11.2"`` -> ``(0, 11, 2)``; suffixes such as ``.post2`` or ``rc1`` are ignored."""
-    parts: list[int] = []
-    for piece in version.split(".")[:3]:
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-    if not parts:
-        raise ValueError(f"cannot read an OpenRLHF version from {version!r} (expected e.g. 0.11.2)")
-    return tuple(parts + [0] * (3 - len(parts)))
-
-
 def _convert(flag: Flag, name: str, values: list[str]) -> object:
     try:
         if flag.kind == "float":
@@ -140,28 +120,21 @@ def parse_settings(argv: Sequence[str]) -> tuple[dict[str, object], frozenset[st
     """
     settings: dict[str, object] = {f.dotted: f.default for f in FLAGS}
     given: set[str] = set()
-    tokens = [str(t) for t in argv]
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if not token.startswith("--"):
-            continue
-        name, eq, inline = token[2:].partition("=")
+    for name, inline, following in long_options(argv):
         flag = _BY_NAME.get(name)
         if flag is None:
             continue
         if flag.kind == "bool":
-            if eq:
-                raise ValueError(f"--{name} is a switch and takes no value (got {token!r})")
+            if inline is not None:
+                raise ValueError(
+                    f"--{name} is a switch and takes no value (got '--{name}={inline}')"
+                )
             settings[flag.dotted] = True
             given.add(flag.dotted)
             continue
         need = 2 if flag.kind == "pair" else 1
-        values = [inline] if eq else []
-        while len(values) < need and i < len(tokens) and not tokens[i].startswith("--"):
-            values.append(tokens[i])
-            i += 1
+        values = ([] if inline is None else [inline]) + following
+        values = values[:need]
         if len(values) != need:
             raise ValueError(f"--{name} expects {need} value(s)")
         settings[flag.dotted] = _convert(flag, name, values)
@@ -284,8 +257,13 @@ def to_args(
             + "; ".join(gaps["reward"] + gaps["loss"])
             + ". Use kl_patches.adapters.openrlhf.apply(config) or `python -m kl_patches.openrlhf`."
         )
-    v = parse_version(version)
-    dotted = v >= DOTTED_SINCE
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        raise ValueError(
+            f"cannot read an OpenRLHF version from {version!r} (expected e.g. 0.11.2)"
+        ) from None
+    dotted = v >= Version(DOTTED_SINCE)
 
     def name(key: str) -> str:
         flag = _BY_NAME[key]
@@ -306,7 +284,7 @@ def to_args(
         if (
             config.importance_weighting == "token"
             and config.estimator == "k3"
-            and v >= UNBIASED_GRADIENT_SINCE
+            and v >= Version(UNBIASED_GRADIENT_SINCE)
         ):
             args.append(name("algo.kl.unbiased_gradient"))
     return args

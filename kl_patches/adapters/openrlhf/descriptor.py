@@ -1,0 +1,26 @@
+"""The OpenRLHF adapter as the rest of kl-patches sees it (imports no OpenRLHF)."""
+
+from __future__ import annotations
+
+from kl_patches.adapters.base import AdapterDescriptor, Entry, Launcher
+
+from .read import COVERS
+from .versions import SUPPORT
+
+DESCRIPTOR = AdapterDescriptor(
+    name="openrlhf",
+    package="kl_patches.adapters.openrlhf",
+    support=SUPPORT,
+    entries=(Entry("openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_ppo_ray"),),
+    launchers=(Launcher("kl_patches.openrlhf", "openrlhf"),),
+    covers=COVERS,
+    bare_argv="flags",
+    bare_note=(
+        "flags without an entry point read as OpenRLHF train_ppo_ray flags "
+        "(use --library trl for TRL flags)"
+    ),
+    config_files=(
+        "OpenRLHF is configured by command-line flags, not a config file; give the launch "
+        "script or the argv (kl-patches audit --library openrlhf -- --flag ...)"
+    ),
+)

@@ -1,0 +1,184 @@
+"""``kl-patches openrlhf``: OpenRLHF's ``train_ppo_ray`` with a KLConfig, in every Ray worker.
+
+    python -m kl_patches.openrlhf <train_ppo_ray flags> --kl k1-in-reward --kl.coef 0.01
+    kl-patches openrlhf <train_ppo_ray flags> --kl.estimator k3 --kl.placement both ...
+
+``--kl NAME`` takes a short name (``k1-in-reward``, ``k3-in-both``, ``none``); ``--kl.FIELD VALUE``
+sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional one);
+``--print-runtime-env`` prints the runtime_env JSON and the native flags instead of running.
+The launcher adds the native flags (``to_args``), refuses conflicting ``--algo.kl.*`` flags,
+starts Ray with the setup hook ``kl_patches.openrlhf.ray_setup_hook`` and the configuration in
+``runtime_env``, patches the driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for
+``ray job submit``). Imports only the standard library and kl-patches' config at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kl_patches.adapters import flags
+from kl_patches.adapters.base import LaunchPayload
+from kl_patches.config import KLConfig
+
+from .delivery import ENV_VAR, HOOK, config_to_env
+
+OPENRLHF_ENV_DEFAULTS = {
+    "TOKENIZERS_PARALLELISM": "true",
+    "NCCL_DEBUG": "WARN",
+    "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS": "1",
+}
+"""What ``train_ppo_ray.train`` would put in its own ``ray.init`` (skipped once Ray is up)."""
+ENTRY = "openrlhf.cli.train_ppo_ray"
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Separate ``--kl`` / ``--kl.*`` flags (with their values) from OpenRLHF's."""
+    return flags.split_argv(argv)
+
+
+def parse_kl_args(tokens: Sequence[str]) -> KLConfig | None:
+    """``--kl NAME --kl.FIELD VALUE ...`` -> KLConfig (None when no ``--kl`` flag is given)."""
+    return flags.config_from_tokens(tokens)
+
+
+def runtime_env(config: KLConfig | None, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``ray.init`` runtime_env: OpenRLHF's env defaults, plus the hook and config if any."""
+    env = dict(base or {})
+    env_vars = {k: os.environ.get(k, v) for k, v in OPENRLHF_ENV_DEFAULTS.items()}
+    env_vars.update(env.get("env_vars", {}))
+    if config is not None:
+        if "worker_process_setup_hook" in env:
+            raise ValueError("runtime_env already has a worker_process_setup_hook")
+        env["worker_process_setup_hook"] = HOOK
+        env_vars[ENV_VAR] = config_to_env(config)
+    env["env_vars"] = env_vars
+    return env
+
+
+def ray_init(config: KLConfig | None, **ray_kwargs: Any) -> Any:
+    """Start or join Ray as the launcher does; with a config, patch this process too."""
+    import ray
+
+    env = runtime_env(config, ray_kwargs.pop("runtime_env", None))
+    # Ray first: a local cluster inherits this process's environment, and the configuration
+    # must reach workers only through the job's runtime_env, next to the hook.
+    info = ray.init(runtime_env=env, **ray_kwargs)
+    if config is not None:
+        from . import delivery
+
+        os.environ[ENV_VAR] = env["env_vars"][ENV_VAR]
+        delivery.install()
+    return info
+
+
+def build_argv(config: KLConfig, openrlhf_argv: Sequence[str], version: str) -> list[str]:
+    """OpenRLHF's argv with the native KL flags for ``config``; conflicting ones raise."""
+    from .translate import KL_FLAGS, parse_settings, to_args
+
+    native = to_args(config, version=version)
+    wanted, _ = parse_settings(native)
+    given_settings, given = parse_settings(openrlhf_argv)
+    for key in sorted(given & set(KL_FLAGS)):
+        if given_settings[key] != wanted[key]:
+            raise ValueError(
+                f"--{key} {given_settings[key]} conflicts with the KL configuration ({config}), "
+                f"which needs {' '.join(native)}; set the KL only through --kl.* flags"
+            )
+    return [*openrlhf_argv, *native]
+
+
+def warnings_for(config: KLConfig, openrlhf_argv: Sequence[str]) -> list[str]:
+    """What the launcher warns about: theory's verdict when biased, OpenRLHF's own findings.
+
+    OpenRLHF's findings describe what its flags alone would run; the ones about the clamp, the
+    shaping and the aggregation are superseded when a patch takes over that side.
+    """
+    from kl_patches.theory import verdict
+
+    from .read import read
+    from .translate import native_gaps
+
+    reading = read(openrlhf_argv)
+    out = []
+    v = verdict(config, off_policy=reading.off_policy)
+    if not v.unbiased:
+        out.append(f"[warning] {config.short_name}: {v.explanation} {v.advice}".strip())
+    patched = any(native_gaps(config).values())
+    for finding in reading.findings:
+        if finding.severity == "info" or (
+            patched and finding.code != "openrlhf.adaptive_controller"
+        ):
+            continue
+        out.append(f"[{finding.severity}] {finding.message} Fix: {finding.fix}".strip())
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Launch OpenRLHF's train_ppo_ray with the KL configuration given by ``--kl`` flags."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    show = "--print-runtime-env" in args
+    ours, rest = split_argv([a for a in args if a != "--print-runtime-env"])
+    try:
+        config = parse_kl_args(ours)
+    except ValueError as exc:
+        print(f"kl_patches.openrlhf: {exc}", file=sys.stderr)
+        return 2
+    if config is None:
+        print(
+            "kl_patches.openrlhf: no --kl flag given; pass e.g. --kl k1-in-reward --kl.coef 0.01 "
+            f"(or run python -m {ENTRY} directly for OpenRLHF's own KL)",
+            file=sys.stderr,
+        )
+        return 2
+    if show:  # for `ray job submit --runtime-env-json` with the stock entry point
+        import json
+
+        from .translate import to_args
+
+        env = runtime_env(config)
+        env["env_vars"] = {ENV_VAR: env["env_vars"][ENV_VAR]}
+        print(json.dumps(env))
+        print(" ".join(to_args(config)))
+        return 0
+    import runpy
+
+    from . import patch as patches
+
+    version = patches.check_version()
+    try:
+        final = build_argv(config, rest, version)
+    except ValueError as exc:
+        print(f"kl_patches.openrlhf: {exc}", file=sys.stderr)
+        return 2
+    print(f"kl_patches.openrlhf: {config}; OpenRLHF flags: {' '.join(final[len(rest) :])}")
+    for line in warnings_for(config, final):
+        print(f"kl_patches.openrlhf {line}", file=sys.stderr)
+    sides = patches.needed_sides(config)
+    print(f"kl_patches.openrlhf: patching {list(sides) or 'nothing (native flags suffice)'}")
+    ray_init(config)
+    sys.argv = [ENTRY, *final]
+    runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
+    return 0
+
+
+def launcher_payload(
+    label: str, argv: list[str], base_dir: Path | None = None, origin: str = ""
+) -> LaunchPayload:
+    """The launcher's ``--kl`` flags as a KLConfig, and the OpenRLHF argv it runs.
+
+    Raises ValueError when the launcher would refuse the flags.
+    """
+    from .versions import TESTED_VERSION
+
+    ours, rest = split_argv(argv)
+    config = parse_kl_args(ours)
+    if config is None:
+        return LaunchPayload(rest)
+    return LaunchPayload(build_argv(config, rest, TESTED_VERSION), kl_config=config)

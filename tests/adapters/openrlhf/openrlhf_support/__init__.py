@@ -1,0 +1,1 @@
+"""Test-only support for the OpenRLHF adapter tests (stand-ins, tiny models, fixtures)."""

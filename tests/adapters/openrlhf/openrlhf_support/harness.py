@@ -1,0 +1,204 @@
+"""Builders for the OpenRLHF tests: stand-ins on the path, OpenRLHF args, experiences, a tiny actor.
+
+``activate()`` must run before anything imports OpenRLHF: it puts the import-only stand-ins for
+``vllm`` and ``flash_attn`` (./stubs, tests only) on ``sys.path`` and on ``PYTHONPATH`` (so local
+Ray workers see them too) and sets ``HF_HUB_OFFLINE=1``. The builders follow OpenRLHF's own test
+trick (``RemoteExperienceMaker.__new__`` with a namespace ``args``) so the real methods run
+without Ray actor groups or GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+STUBS = Path(__file__).resolve().parent / "stubs"
+REPO = Path(__file__).resolve().parents[4]
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def activate() -> None:
+    """Stand-ins on sys.path; stand-ins, repo and tests on PYTHONPATH (Ray workers); no hub."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if str(STUBS) not in sys.path:
+        sys.path.insert(0, str(STUBS))
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for extra in (str(REPO), str(TESTS), str(STUBS)):
+        if extra not in parts:
+            parts.insert(0, extra)
+    os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+
+
+def make_args(
+    *,
+    init_coef: float = 0.1,
+    estimator: str = "k1",
+    use_loss: bool = False,
+    unbiased_gradient: bool = False,
+    advantage: str = "group_norm",
+    n_samples: int = 4,
+    gamma: float = 1.0,
+    lambd: float = 1.0,
+    clip_range: tuple[float, float] = (-10.0, 10.0),
+) -> SimpleNamespace:
+    """The slice of OpenRLHF 0.11.2's hierarchical ``args`` that the KL code reads."""
+    ns = SimpleNamespace
+    return ns(
+        algo=ns(
+            kl=ns(
+                init_coef=init_coef,
+                estimator=estimator,
+                use_loss=use_loss,
+                unbiased_gradient=unbiased_gradient,
+                target=None,
+                horizon=10000,
+            ),
+            advantage=ns(
+                estimator=advantage,
+                gamma=gamma,
+                lambd=lambd,
+                no_std_norm=False,
+                is_correction_level="off",
+                is_correction_mode="mask",
+                is_correction_gating="ratio",
+                is_correction_threshold=[0.5, 5.0],
+            ),
+        ),
+        rollout=ns(n_samples_per_prompt=n_samples, max_new_tokens=None),
+        reward=ns(clip_range=clip_range, overlong_buffer_len=None, stop_properly_penalty_coef=None),
+        data=ns(max_len=64),
+        actor=ns(
+            eps_clip_low_high=(0.2, 0.2),
+            dual_clip=None,
+            loss_agg_mode="token-mean",
+            policy_loss_type="ppo",
+            aux_loss_coef=0.0,
+            entropy_coef=None,
+        ),
+        train=ns(dynamic_batch_enable=False, max_epochs=1),
+        ds=ns(packing_samples=False, ring_attn_size=1, tensor_parallel_size=1),
+        vllm=ns(sync_backend="gloo"),
+    )
+
+
+def make_experience_maker(args: SimpleNamespace) -> Any:
+    """A real ``RemoteExperienceMaker`` without actor groups (fixed KL controller)."""
+    from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+    from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
+
+    maker = RemoteExperienceMaker.__new__(RemoteExperienceMaker)
+    maker.strategy = SimpleNamespace(args=args)
+    maker.args = args
+    maker.advantage_estimator = args.algo.advantage.estimator
+    maker.kl_ctl = FixedKLController(args.algo.kl.init_coef)
+    return maker
+
+
+def make_experience(
+    rewards: Any,
+    logp: Any,
+    ref: Any,
+    mask: Any,
+    index: list[int],
+    values: Any = None,
+    keep_ref: bool = False,
+) -> Any:
+    """An ``Experience`` as ``make_experience`` leaves it, before the KL is attached."""
+    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    return Experience(
+        action_mask=mask.clone(),
+        action_log_probs=logp.clone(),
+        base_action_log_probs=ref.clone() if keep_ref else None,
+        values=values,
+        rewards=rewards.clone(),
+        index=list(index),
+        info={},
+    )
+
+
+def attach_kl_like_make_experience(exp: Any, ref: Any, args: SimpleNamespace) -> None:
+    """What ``make_experience`` (experience_maker.py L205-227) does with the KL, run for real.
+
+    Calls the module-global ``compute_approx_kl`` of ``experience_maker`` (the name the patch
+    replaces), exactly with the arguments OpenRLHF passes.
+    """
+    from openrlhf.models.utils import masked_mean
+    from openrlhf.trainer.ppo_utils import experience_maker
+
+    if args.algo.kl.init_coef > 0 and not args.algo.kl.use_loss:
+        kl = experience_maker.compute_approx_kl(
+            exp.action_log_probs, ref, kl_estimator=args.algo.kl.estimator
+        )
+    else:
+        import torch
+
+        kl = torch.zeros_like(exp.action_log_probs)
+    exp.base_action_log_probs = ref.clone() if args.algo.kl.use_loss else None
+    exp.kl = kl
+    exp.info["kl"] = masked_mean(kl, exp.action_mask, dim=-1)
+
+
+class FakeStrategy:
+    """DeepSpeed stand-in: ``backward`` records the loss and backpropagates; no optimiser step."""
+
+    def __init__(self, args: SimpleNamespace) -> None:
+        self.args = args
+        self.ring_attn_group = None
+        self.losses: list[Any] = []
+
+    def backward(self, loss: Any, model: Any, optimizer: Any) -> None:
+        self.losses.append(loss.detach().clone())
+        loss.backward()
+
+    def optimizer_step(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def get_grad_norm(self, model: Any) -> float:
+        return 0.0
+
+
+def tiny_actor(seed: int = 0) -> Any:
+    """A 2-layer random Llama (vocab 64, width 32) in OpenRLHF's ``Actor`` (eager attention)."""
+    import torch
+    from openrlhf.models import Actor
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    model = LlamaForCausalLM(config).float()
+    actor = Actor(model, attn_implementation="eager")
+    actor.packing_samples = False  # not set by Actor.__init__ when given a module
+    return actor
+
+
+def actor_trainer(actor: Any, args: SimpleNamespace) -> Any:
+    """A real ``ActorPPOTrainer`` around ``actor`` without Ray, DeepSpeed or a replay buffer."""
+    import torch
+    from openrlhf.models import PolicyLoss
+    from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
+
+    trainer = ActorPPOTrainer.__new__(ActorPPOTrainer)
+    trainer.strategy = FakeStrategy(args)
+    trainer.args = args
+    trainer.actor = actor
+    trainer.ema_model = None
+    trainer.actor_optim = torch.optim.SGD(actor.parameters(), lr=0.0)
+    trainer.actor_scheduler = SimpleNamespace(get_last_lr=lambda: [0.0])
+    trainer.aux_loss = False
+    trainer.replay_buffer = None
+    trainer.actor_loss_fn = PolicyLoss(clip_eps_low=0.2, clip_eps_high=0.2, token_level_loss=True)
+    return trainer

@@ -1,0 +1,5 @@
+"""Import-only stand-in (tests only)."""
+
+
+class TokensPrompt(dict):  # type: ignore[type-arg]
+    """A dict, as in vllm."""

@@ -1,0 +1,340 @@
+"""Flags, audit reading, launcher argv handling and recipes of the OpenRLHF adapter.
+
+The reader and ``to_args`` must work without OpenRLHF; where OpenRLHF 0.11.2 is installed, its
+real ``train_ppo_ray`` argument parser (taken from the module's ``__main__`` block) checks that
+every flag we write or ship in a recipe exists and parses to the values we read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import runpy
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openrlhf_support.harness import REPO, activate
+
+activate()
+
+from kl_patches import KLConfig, verdict  # noqa: E402
+from kl_patches.adapters.openrlhf import from_args, is_native, native_gaps, read, to_args  # noqa: E402
+from kl_patches.adapters.openrlhf.translate import FLAGS, parse_settings  # noqa: E402
+from kl_patches.config import all_configs  # noqa: E402
+from kl_patches.openrlhf import build_argv, main, parse_kl_args, split_argv  # noqa: E402
+
+RECIPES = REPO / "recipes" / "openrlhf"
+
+
+def native_configs() -> list[KLConfig]:
+    """Every natively expressible KLConfig (OpenRLHF's clamp written as kl_clamp=10)."""
+    out = [c.replace(kl_clamp=10.0) for c in all_configs(coef=0.02)]
+    return [c for c in out if is_native(c) and c.placement != "none"]
+
+
+def test_native_set_is_what_openrlhf_runs() -> None:
+    got = {(c.estimator, c.placement, c.reward_shape, c.loss_aggregation) for c in native_configs()}
+    want = {
+        (e, "reward", "reward_to_go", a)
+        for e in ("k1", "k2", "k3")
+        for a in ("sum", "token_mean", "seq_mean_token_mean")
+    }  # aggregation is unused on the reward side
+    want |= {
+        (e, "loss", s, "token_mean")
+        for e in ("k1", "k2", "k3")
+        for s in ("sequence", "reward_to_go")
+    }  # reward_shape is unused on the loss side
+    assert got == want
+
+
+def test_round_trip_for_every_native_config() -> None:
+    for config in native_configs():
+        back = from_args(to_args(config))
+        assert back.estimator == config.estimator and back.placement == config.placement
+        assert back.coef == config.coef and back.kl_clamp == 10.0
+        assert is_native(back)
+
+
+def test_defaults_of_0_11_2_without_openrlhf() -> None:
+    assert from_args([]) == KLConfig(
+        estimator="k1", placement="reward", coef=0.01, reward_shape="reward_to_go", kl_clamp=10.0
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--algo.kl.use_loss", "--algo.kl.estimator", "k3", "--algo.kl.init_coef", "0.001"],
+        ["--use_kl_loss", "--kl_estimator", "k3", "--init_kl_coef", "0.001"],
+        ["--algo.kl.use_loss", "--algo.kl.estimator=k3", "--algo.kl.init_coef=1e-3"],
+    ],
+    ids=["dotted", "flat", "equals"],
+)
+def test_dotted_flat_and_equals_spellings(argv: list[str]) -> None:
+    assert from_args(argv) == KLConfig(
+        estimator="k3", placement="loss", coef=0.001, loss_aggregation="token_mean", kl_clamp=10.0
+    )
+
+
+def test_flat_names_before_0_10_2_and_dotted_after() -> None:
+    config = KLConfig.parse("k3-in-loss", coef=0.001)
+    assert to_args(config, version="0.10.1.post2") == [
+        "--init_kl_coef",
+        "0.001",
+        "--kl_estimator",
+        "k3",
+        "--use_kl_loss",
+    ]
+    assert to_args(config, version="0.10.2")[0] == "--algo.kl.init_coef"
+    iw = config.replace(importance_weighting="token")
+    assert "--algo.kl.unbiased_gradient" in to_args(iw, version="0.11.2")
+    assert "--algo.kl.unbiased_gradient" not in to_args(iw, version="0.11.0")
+
+
+def test_kl_off_and_reference_model() -> None:
+    assert to_args(KLConfig(placement="none")) == ["--algo.kl.init_coef", "0"]
+    assert from_args(["--algo.kl.init_coef", "0", "--algo.kl.use_loss"]).placement == "none"
+    # both with coef 0 on the reward side still needs the reference model for the loss side
+    args = to_args(KLConfig(placement="both", coef=0.0, loss_coef=0.01))
+    assert args[:2] == ["--algo.kl.init_coef", "0.01"]
+
+
+def test_strict_names_what_needs_a_patch() -> None:
+    with pytest.raises(ValueError, match=r"placement='both'.*kl_clamp=None"):
+        to_args(KLConfig.parse("k1-in-both"), strict=True)
+    assert native_gaps(
+        KLConfig.parse("k3-in-loss", loss_aggregation="token_mean", kl_clamp=10.0)
+    ) == {
+        "reward": (),
+        "loss": (),
+    }
+
+
+def test_bad_values_name_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"\['k1', 'k2', 'k3'\]"):
+        from_args(["--algo.kl.estimator", "k4"])
+    with pytest.raises(ValueError, match="expects 1 value"):
+        from_args(["--algo.kl.init_coef"])
+    with pytest.raises(ValueError, match="takes no value"):
+        from_args(["--algo.kl.use_loss=true"])
+
+
+# ----------------------------------------------------------------------------- audit reading
+def codes(argv: list[str]) -> dict[str, str]:
+    return {f.code: f.severity for f in read(argv).findings}
+
+
+def test_read_findings() -> None:
+    off = codes(["--algo.kl.init_coef", "0", "--algo.kl.use_loss"])
+    assert off == {"openrlhf.kl_off": "error"}
+    assert codes(["--algo.kl.init_coef", "0"]) == {"openrlhf.kl_off": "warning"}
+    grpo = ["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "8"]
+    assert "openrlhf.kl_after_baseline" in codes(grpo)
+    loss = ["--algo.kl.use_loss", "--algo.kl.estimator", "k3"]
+    on_policy = [
+        "--rollout.batch_size",
+        "16",
+        "--rollout.n_samples_per_prompt",
+        "8",
+        "--train.batch_size",
+        "128",
+    ]
+    assert "openrlhf.off_policy_kl_loss" in codes(loss)  # 0.11.2 defaults: 64 updates/rollout
+    assert "openrlhf.off_policy_kl_loss" not in codes(loss + on_policy)
+    assert read(loss + on_policy).off_policy is False
+    adaptive = codes([*loss, "--algo.kl.target", "6"])
+    assert adaptive["openrlhf.adaptive_controller"] == "warning"
+    assert "openrlhf.unbiased_gradient_token_level" in codes([*loss, "--algo.kl.unbiased_gradient"])
+    reading = read(loss)
+    assert reading.library == "openrlhf" and reading.config.placement == "loss"
+    fixed = from_args(list(reading.fix[:4]))
+    assert (fixed.estimator, fixed.placement, fixed.coef) == ("k1", "reward", 0.01)
+    assert "(remove --algo.kl.use_loss)" in reading.fix
+
+
+# ----------------------------------------------------------------------------- launcher argv
+def test_split_and_parse_kl_flags() -> None:
+    ours, rest = split_argv(
+        ["--a", "1", "--kl", "k3-in-both", "--kl.coef=0.1", "--kl.kl_clamp", "none", "--b"]
+    )
+    assert rest == ["--a", "1", "--b"]
+    assert parse_kl_args(ours) == KLConfig.parse("k3-in-both", coef=0.1, kl_clamp=None)
+    assert parse_kl_args([]) is None
+    with pytest.raises(ValueError, match=r"unknown flag --kl\.beta"):
+        parse_kl_args(["--kl.beta", "0.1"])
+    with pytest.raises(ValueError, match="placement"):
+        parse_kl_args(["--kl.placement", "sideways"])
+
+
+def test_build_argv_adds_native_flags_and_refuses_conflicts() -> None:
+    config = KLConfig.parse("k3-in-both", coef=0.1)
+    argv = build_argv(config, ["--rollout.batch_size", "8"], "0.11.2")
+    assert argv == ["--rollout.batch_size", "8", *to_args(config)]
+    assert build_argv(config, ["--algo.kl.use_loss"], "0.11.2")  # same value: fine
+    with pytest.raises(ValueError, match="conflicts"):
+        build_argv(config, ["--algo.kl.estimator", "k1"], "0.11.2")
+
+
+def test_main_runs_openrlhf_entry_with_hooked_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openrlhf")
+    import kl_patches.adapters.openrlhf.launch as launcher
+
+    calls: dict[str, Any] = {}
+    monkeypatch.setattr(launcher, "ray_init", lambda config, **kw: calls.setdefault("ray", config))
+    monkeypatch.setattr(
+        runpy,
+        "run_module",
+        lambda name, **kw: calls.setdefault("run", (name, list(launcher.sys.argv))),
+    )
+    monkeypatch.setattr(launcher.sys, "argv", ["x"])
+    assert main(["--rollout.batch_size", "8", "--kl", "k1-in-reward", "--kl.coef", "0.02"]) == 0
+    assert calls["ray"] == KLConfig(coef=0.02)
+    name, argv = calls["run"]
+    assert name == "openrlhf.cli.train_ppo_ray"
+    assert argv[1:] == [
+        "--rollout.batch_size",
+        "8",
+        "--algo.kl.init_coef",
+        "0.02",
+        "--algo.kl.estimator",
+        "k1",
+    ]
+    assert main(["--rollout.batch_size", "8"]) == 2  # no --kl flag
+    assert main(["--kl.placement", "sideways"]) == 2
+
+
+def test_cli_has_openrlhf_command() -> None:
+    from kl_patches.cli import COMMANDS
+
+    assert COMMANDS["openrlhf"] == "kl_patches.openrlhf:main"
+
+
+# ----------------------------------------------------------------------------- real parser
+@pytest.fixture(scope="module")
+def real_parser() -> argparse.ArgumentParser:
+    """OpenRLHF 0.11.2's own train_ppo_ray parser, captured from its __main__ block."""
+    pytest.importorskip("openrlhf.cli.train_ppo_ray")
+
+    class Captured(Exception):
+        pass
+
+    got: dict[str, argparse.ArgumentParser] = {}
+
+    def capture(self: argparse.ArgumentParser, *a: object, **k: object) -> None:
+        got["parser"] = self
+        raise Captured
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(argparse.ArgumentParser, "parse_args", capture)
+        with pytest.raises(Captured):
+            runpy.run_module("openrlhf.cli.train_ppo_ray", run_name="__main__")
+    return got["parser"]
+
+
+def test_written_defaults_are_openrlhf_0_11_2_defaults(
+    real_parser: argparse.ArgumentParser,
+) -> None:
+    ns = vars(real_parser.parse_args([]))
+    for flag in FLAGS:
+        want = flag.default
+        got = ns[flag.dotted]
+        assert (tuple(got) if isinstance(got, list | tuple) else got) == want, flag.dotted
+
+
+def test_to_args_parses_with_real_parser(real_parser: argparse.ArgumentParser) -> None:
+    for config in [*native_configs(), KLConfig.parse("k1-in-both"), KLConfig(placement="none")]:
+        argv = to_args(config)
+        ns = vars(real_parser.parse_args(argv))
+        ours, _ = parse_settings(argv)
+        for key in (
+            "algo.kl.init_coef",
+            "algo.kl.estimator",
+            "algo.kl.use_loss",
+            "algo.kl.unbiased_gradient",
+        ):
+            assert ns[key] == ours[key], (config, key)
+
+
+# ----------------------------------------------------------------------------- recipes
+def launcher_argv(script: Path) -> list[str]:
+    text = script.read_text().replace("\\\n", " ")
+    line = next(ln for ln in text.splitlines() if "python -m kl_patches.openrlhf" in ln)
+    tokens = shlex.split(line.split("python -m kl_patches.openrlhf", 1)[1], comments=True)
+    return [t for t in tokens if t != "</dev/null"]
+
+
+def grid_runs() -> list[tuple[str, list[str]]]:
+    runs = []
+    for line in (RECIPES / "grid.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, *flags = shlex.split(line)
+            runs.append((name, flags))
+    return runs
+
+
+def recipe_cases() -> list[tuple[str, list[str]]]:
+    cases = [(p.name, launcher_argv(p)) for p in sorted(RECIPES.glob("*_k1_in_reward.sh"))]
+    grid = launcher_argv(RECIPES / "grid.sh")
+    cases += [
+        (f"grid:{name}", [*(t for t in grid if t != "$KL_FLAGS"), *flags])
+        for name, flags in grid_runs()
+    ]
+    return cases
+
+
+def test_every_recipe_is_covered() -> None:
+    shipped = {p.name for p in RECIPES.iterdir()}
+    assert shipped == {
+        "grpo_k1_in_reward.sh",
+        "reinforce_pp_k1_in_reward.sh",
+        "grid.sh",
+        "grid.txt",
+    }
+    assert len(grid_runs()) == 8
+    assert "$KL_FLAGS" in launcher_argv(RECIPES / "grid.sh")
+
+
+@pytest.mark.parametrize("name,argv", recipe_cases(), ids=[c[0] for c in recipe_cases()])
+def test_recipe_parses(name: str, argv: list[str], real_parser: argparse.ArgumentParser) -> None:
+    ours, rest = split_argv(argv)
+    config = parse_kl_args(ours)
+    assert config is not None
+    final = build_argv(config, rest, "0.11.2")
+    real_parser.parse_args(final)  # every flag exists in OpenRLHF 0.11.2
+    reading = read(final)
+    assert not [f for f in reading.findings if f.severity == "error"]
+    assert reading.off_policy is False
+    native = from_args(final)  # what OpenRLHF's flags alone run; the patch adds the rest
+    assert native.placement == ("loss" if config.has_loss else "reward")
+    assert native.estimator == config.estimator
+    if name.endswith("k1_in_reward.sh") or name == "grid:k1-in-reward":
+        assert config.short_name == "k1-in-reward" and verdict(config).unbiased
+    if name.startswith("grid:") and not name.startswith("grid:openrlhf"):
+        assert re.sub(r"-seq", "", name[5:]) == config.short_name
+
+
+def test_print_runtime_env_for_ray_job_submit(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    config = KLConfig.parse("k3-in-both", coef=0.1)
+    assert main(["--print-runtime-env", "--kl", "k3-in-both", "--kl.coef", "0.1"]) == 0
+    env_line, flags_line = capsys.readouterr().out.strip().splitlines()
+    env = json.loads(env_line)
+    assert env["worker_process_setup_hook"] == "kl_patches.openrlhf.ray_setup_hook"
+    assert KLConfig.from_dict(json.loads(env["env_vars"]["KL_PATCHES_OPENRLHF"])) == config
+    assert flags_line.split() == to_args(config)
+
+
+def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
+    from kl_patches.openrlhf import warnings_for
+
+    on_policy = ["--rollout.batch_size", "16", "--rollout.n_samples_per_prompt", "8"]
+    k3_loss = KLConfig.parse("k3-in-loss", coef=0.01)
+    biased = warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2"))
+    assert len(biased) == 1 and "k3-in-loss" in biased[0] and "forward KL" in biased[0]
+    k1 = KLConfig(coef=0.01)
+    assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
+    adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
+    assert len(adaptive) == 1 and "adaptive KL controller" in adaptive[0]
