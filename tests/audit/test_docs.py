@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kl_patches.audit import main
+from kl_patches.cli.audit import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
 
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kl_patches import audit_report
-from kl_patches.audit import AuditError, audit, audit_installed, audit_reading, main
-from kl_patches.audit_inputs import inputs_from_argv
+from kl_patches.adapters.base import Finding, NativeReading
+from kl_patches.audit import AuditError, audit, audit_installed, audit_reading
+from kl_patches.audit import report as audit_report
+from kl_patches.audit.inputs import inputs_from_argv
+from kl_patches.cli.audit import main
 from kl_patches.config import KLConfig
-from kl_patches.reading import Finding, NativeReading
 
-CORPUS = Path(__file__).parent / "audit_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "audit_corpus"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -375,8 +376,8 @@ def test_installed_reads_each_adapters_defaults(monkeypatch: pytest.MonkeyPatch)
     import kl_patches.adapters.openrlhf as openrlhf_adapter
     import kl_patches.adapters.trl as trl_adapter
     import kl_patches.adapters.verl as verl_adapter
-    from kl_patches.adapters.trl.native import GRPO_DEFAULTS, RLOO_DEFAULTS
-    from kl_patches.adapters.verl.native import DEFAULTS as VERL_DEFAULTS
+    from kl_patches.adapters.trl.versions import GRPO_DEFAULTS, RLOO_DEFAULTS
+    from kl_patches.adapters.verl.versions import DEFAULTS as VERL_DEFAULTS
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(

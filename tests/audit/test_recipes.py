@@ -10,10 +10,10 @@ import pytest
 
 from kl_patches.audit import audit
 from kl_patches.config import KLConfig
-from kl_patches.demo import is_loop_data
+from kl_patches.experiments.demo import is_loop_data
 from kl_patches.theory import verdict
 
-RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 NOT_LAUNCHES = {"verl/grid.yaml", "openrlhf/grid.txt"}
 """Recipe files that are data for another script (a grid's run list), not a launch."""
 LAUNCHES = sorted(

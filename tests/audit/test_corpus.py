@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from kl_patches.audit import AuditEntry, audit, main
+from kl_patches.audit import AuditEntry, audit
+from kl_patches.cli.audit import main
 
-CORPUS = Path(__file__).parent / "audit_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "audit_corpus"
 EXPECTED: dict[str, list[dict[str, Any]]] = yaml.safe_load(
     (CORPUS / "expected.yaml").read_text(encoding="utf-8")
 )
@@ -95,7 +96,7 @@ def test_whole_corpus_in_one_run(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_docs_list_every_finding_code_of_the_corpus() -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "audit.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
     codes = {f.code for name in EXPECTED for entry in audit(CORPUS / name) for f in entry.findings}
     missing = sorted(c for c in codes if f"`{c}`" not in docs)
     assert not missing, f"docs/audit.md does not list {missing}"

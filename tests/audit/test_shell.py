@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kl_patches.audit_shell import ShellParseError, parse_script
+from kl_patches.audit.shell import ShellParseError, parse_script
 
 
 def words(text: str, **variables: str) -> list[list[str]]:
