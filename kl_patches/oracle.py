@@ -233,6 +233,9 @@ class BiasReport:
     """Relative standard error of that mean: sqrt(sum of coordinate variances / N) / ||G_rev||."""
     variance: float
     """Per-coordinate variance of one batch estimate, averaged over coordinates, / ||G_rev||^2."""
+    expected_norm: float = math.nan
+    """||E[g]|| / ||G_rev||, exact: numerically zero for a configuration with no KL gradient,
+    whose cosine is then meaningless (round-off)."""
 
 
 def make_problem(
@@ -276,6 +279,7 @@ def bias_report(
         mc_relative_bias=float((mc_mean - t).norm()) / norm,
         mc_standard_error=math.sqrt(float(var.sum()) / num_batches) / norm,
         variance=float(var.mean()) / norm**2,
+        expected_norm=float(exact_mean.norm()) / norm,
     )
 
 

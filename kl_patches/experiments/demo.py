@@ -3,26 +3,23 @@
 Five parts, each a plain function of this package:
   1. Table 1: which gradient each estimator x placement follows (:mod:`kl_patches.theory`);
   2. the exact bias table of a small tabular policy and the bias/variance-vs-length plot
-     (:mod:`kl_patches.bias`);
+     (:mod:`kl_patches.experiments.bias`);
   3. a short training run, k1-in-reward vs k3-in-loss (and no KL), measured exactly by
-     enumeration (:mod:`kl_patches.reproduce`), with its plot;
+     enumeration (:mod:`kl_patches.experiments.reproduce`), with its plot;
   4. the audit of the recipes shipped under ``recipes/`` (:mod:`kl_patches.audit`), when the
      recipes folder is there (a source checkout);
   5. the audit of each library's default trainer (as the adapters record the tested releases).
-Plots go to ``--out`` (default ``out/``).
+Plots go to ``--out`` (default ``out/``). The command line is :mod:`kl_patches.cli.demo`.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from kl_patches import bias
 from kl_patches.config import KLConfig
-from kl_patches.reproduce import GridEntry, reproduce
-from kl_patches.reproduce_report import Row, format_table, plot_runs, summarise
-from kl_patches.reproduce_train import RunResult, ToyTask, TrainSettings
-from kl_patches.theory import describe, table1
+from kl_patches.experiments.reproduce import GridEntry, reproduce
+from kl_patches.experiments.reproduce_report import Row
+from kl_patches.experiments.reproduce_train import RunResult, ToyTask, TrainSettings
 
 DEMO_GRID: list[GridEntry] = [
     ("k1-in-reward", lambda b: KLConfig.parse("k1-in-reward", coef=b)),
@@ -36,7 +33,7 @@ RECIPE_SUFFIXES = (".sh", ".yaml", ".yml", ".json", ".overrides", ".txt")
 
 def recipes_folder() -> Path | None:
     """``recipes/`` of a source checkout (next to the package), or None."""
-    folder = Path(__file__).resolve().parents[1] / "recipes"
+    folder = Path(__file__).resolve().parents[2] / "recipes"
     return folder if folder.is_dir() else None
 
 
@@ -56,8 +53,8 @@ def audit_recipes(folder: Path) -> list[str]:
     Each file is read as the library its folder is named after (``recipes/<library>/``); a file
     the audit cannot read is listed with the reason, never dropped.
     """
-    from kl_patches import audit, audit_report
-    from kl_patches.audit_inputs import LIBRARIES
+    from kl_patches import adapters, audit
+    from kl_patches.audit import report as audit_report
 
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in RECIPE_SUFFIXES)
     entries, unreadable = [], []
@@ -65,7 +62,7 @@ def audit_recipes(folder: Path) -> list[str]:
         if is_loop_data(path):
             unreadable.append(f"  data, not a launch: {path.relative_to(folder)}")
             continue
-        library = path.parent.name if path.parent.name in LIBRARIES else None
+        library = path.parent.name if path.parent.name in adapters.names() else None
         try:
             entries += audit.audit(str(path), library, {})
         except Exception as err:  # e.g. YAML without pyyaml: say so, audit the rest
@@ -82,7 +79,8 @@ def audit_recipes(folder: Path) -> list[str]:
 def audit_defaults() -> list[str]:
     """The audit's table of each library's default trainer, as each adapter records the tested
     release's defaults (read without the library installed)."""
-    from kl_patches import audit, audit_report
+    from kl_patches import audit
+    from kl_patches.audit import report as audit_report
 
     entries, failed = [], []
     for library, empty in (("verl", []), ("openrlhf", []), ("trl", {})):
@@ -144,78 +142,3 @@ def closing_summary(rows: list[Row]) -> list[str]:
         "Turn the fix on with KLConfig.parse('k1-in-reward', coef=beta); "
         "`kl-patches reproduce` runs the full grid.",
     ]
-
-
-def main(argv: list[str]) -> int:
-    """Run the demo; returns 0."""
-    doc = __doc__ or ""
-    p = argparse.ArgumentParser(prog="kl-patches demo", description=doc.split("\n")[0])
-    p.add_argument("--out", default="out", help="folder for plots (default: out/)")
-    p.add_argument("--steps", type=int, default=250, help="training updates per run (250)")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (3)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--no-audit", action="store_true", help="skip the audits (parts 4 and 5)")
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    show = not args.quiet
-
-    print("1. Which gradient does each KL configuration follow? (on-policy, exact algebra)\n")
-    for cfg, v in table1():
-        mark = "unbiased" if v.unbiased else "BIASED  "
-        print(f"  {mark}  {describe(cfg):42} -> {v.gradient}")
-
-    print("\n2. Checked by exact enumeration of a tabular policy (V=3, T=4):\n")
-    print(bias.format_table(bias.run_table(show_progress=show)))
-    sweep = bias.run_sweep(lengths=(1, 2, 3, 4, 5), num_batches=100, show_progress=show)
-    plots: list[Path] = []
-    try:
-        bias.plot_sweep(sweep, str(out / "bias_vs_length.png"))
-        plots.append(out / "bias_vs_length.png")
-    except ImportError:
-        pass
-
-    print(
-        "\n3. Training with each configuration: REINFORCE + leave-one-out baseline on a toy "
-        "reward\n   (fraction of tokens matching a target), tabular policy V=3, T=4, started at "
-        f"the reference;\n   {args.steps} updates of 16 samples, {args.seeds} seeds; every "
-        "number below is exact (all 81 sequences enumerated).\n"
-    )
-    runs = run_training(args.steps, args.seeds, show)
-    rows = summarise(runs, DEMO_BETAS)
-    print(format_table(rows))
-    print()
-    for line in training_summary(rows):
-        print(line)
-    try:
-        plots += plot_runs(runs, DEMO_BETAS, out)
-    except ImportError:
-        print("  (install kl-patches[plot] for the plots)")
-
-    folder = recipes_folder()
-    if folder is not None and not args.no_audit:
-        print(
-            f"\n4. Audit of the shipped recipes ({folder.name}/): which gradient each launch runs\n"
-        )
-        try:
-            lines = audit_recipes(folder)
-            print("\n".join(lines) if lines else "  (no recipe files found)")
-            print("  details: kl-patches audit recipes/<library>/<file>")
-        except Exception as err:  # the demo must finish; say what failed
-            print(f"  audit unavailable here ({type(err).__name__}: {err})")
-    if not args.no_audit:
-        print(
-            "\n5. The libraries' own defaults (tested releases, as each adapter records them; "
-            "no library needs\n   to be installed; `kl-patches audit --installed` reads the "
-            "installed ones)\n"
-        )
-        try:
-            print("\n".join(audit_defaults()))
-        except Exception as err:
-            print(f"  audit unavailable here ({type(err).__name__}: {err})")
-
-    if plots:
-        print("\nPlots: " + ", ".join(str(p) for p in plots))
-    for line in closing_summary(rows):
-        print(line)
-    return 0

@@ -10,9 +10,20 @@ import torch
 
 from kl_patches import core
 from kl_patches.config import KLConfig
-from kl_patches.reproduce import OFF_POLICY_GRID, ON_POLICY_GRID, main, make_jobs, run_jobs
-from kl_patches.reproduce_report import format_markdown, format_table, runs_from_json, summarise
-from kl_patches.reproduce_train import (
+from kl_patches.experiments.reproduce import (
+    OFF_POLICY_GRID,
+    ON_POLICY_GRID,
+    main,
+    make_jobs,
+    run_jobs,
+)
+from kl_patches.experiments.reproduce_report import (
+    format_markdown,
+    format_table,
+    runs_from_json,
+    summarise,
+)
+from kl_patches.experiments.reproduce_train import (
     TabularModel,
     ToyTask,
     TrainSettings,

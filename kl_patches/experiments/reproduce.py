@@ -7,8 +7,8 @@ exact expected reward, reverse KL, regularised objective E[R] - beta * KL(pi || 
 forward KL (final and best over training, mean +- std over seeds) next to the exact optimum.
 ``--off-policy`` runs several mini-batch updates per sampled batch and compares each loss-side
 configuration with and without ``importance_weighting='token'``. ``--plot DIR`` draws the curves.
-The training loop is in :mod:`kl_patches.reproduce_train`, tables and plots in
-:mod:`kl_patches.reproduce_report`.
+The training loop is in :mod:`kl_patches.experiments.reproduce_train`, tables and plots in
+:mod:`kl_patches.experiments.reproduce_report`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from kl_patches.config import KLConfig
-from kl_patches.progress import progress
-from kl_patches.reproduce_report import (
+from kl_patches.experiments.progress import progress
+from kl_patches.experiments.reproduce_report import (
     format_markdown,
     format_table,
     plot_runs,
@@ -30,7 +30,7 @@ from kl_patches.reproduce_report import (
     summarise,
     summary_lines,
 )
-from kl_patches.reproduce_train import MODELS, RunResult, ToyTask, TrainSettings, train
+from kl_patches.experiments.reproduce_train import MODELS, RunResult, ToyTask, TrainSettings, train
 
 DEFAULT_LR = {"tabular": 0.05, "transformer": 0.003}
 """Adam learning rate per policy model (a table of logits tolerates a much larger step)."""

@@ -83,7 +83,7 @@ class RunResult:
     """Exact metrics of one run, one entry per step (index 0 = before training)."""
 
     name: str
-    """Label of the configuration (see :mod:`kl_patches.reproduce`)."""
+    """Label of the configuration (see :mod:`kl_patches.experiments.reproduce`)."""
     config: KLConfig
     """The KL configuration trained with (its coef is beta)."""
     seed: int

@@ -14,8 +14,8 @@ import json
 from dataclasses import asdict
 
 from kl_patches.config import KLConfig
+from kl_patches.experiments.progress import progress
 from kl_patches.oracle import BiasReport, bias_report, make_problem
-from kl_patches.progress import progress
 from kl_patches.theory import describe, verdict
 
 
@@ -60,6 +60,23 @@ def run_table(
     ]
 
 
+NUMERICAL_ZERO = 1e-12
+"""Relative size below which an exact quantity is round-off: printed as such, not as digits."""
+
+
+def _bias_cell(r: BiasReport, width: int = 0) -> str:
+    if r.exact_relative_bias < NUMERICAL_ZERO:
+        return f"{'<1e-12':>{width}}"
+    return f"{r.exact_relative_bias:{width}.2e}"
+
+
+def _cosine_cell(r: BiasReport, width: int = 0) -> str:
+    """The cosine, or ``-`` when the expected gradient is numerically zero (no direction)."""
+    if r.expected_norm < NUMERICAL_ZERO:
+        return f"{'-':>{width}}"
+    return f"{r.cosine:{width}.3f}"
+
+
 def format_table(reports: list[BiasReport]) -> str:
     """Fixed-width text table of the reports."""
     head = (
@@ -69,8 +86,8 @@ def format_table(reports: list[BiasReport]) -> str:
     lines = [head, "-" * len(head)]
     for r in reports:
         lines.append(
-            f"{label(r.config):44} {verdict(r.config).gradient:28} {r.exact_relative_bias:10.2e} "
-            f"{r.cosine:7.3f} {r.mc_relative_bias:8.3f} {r.mc_standard_error:8.3f} "
+            f"{label(r.config):44} {verdict(r.config).gradient:28} {_bias_cell(r, 10)} "
+            f"{_cosine_cell(r, 7)} {r.mc_relative_bias:8.3f} {r.mc_standard_error:8.3f} "
             f"{r.variance:9.3e}"
         )
     lines.append(
@@ -90,8 +107,8 @@ def format_markdown(reports: list[BiasReport]) -> str:
     ]
     for r in reports:
         lines.append(
-            f"| {label(r.config)} | `{verdict(r.config).gradient}` | {r.exact_relative_bias:.2e} "
-            f"| {r.cosine:.3f} | {r.mc_relative_bias:.3f} | {r.mc_standard_error:.3f} "
+            f"| {label(r.config)} | `{verdict(r.config).gradient}` | {_bias_cell(r)} "
+            f"| {_cosine_cell(r)} | {r.mc_relative_bias:.3f} | {r.mc_standard_error:.3f} "
             f"| {r.variance:.3e} |"
         )
     return "\n".join(lines)

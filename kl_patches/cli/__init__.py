@@ -2,7 +2,9 @@
 
 Each entry of :data:`COMMANDS` maps a subcommand to ``"module:function"``; the function takes
 the remaining argv and returns an exit code. Modules are imported only when their command runs,
-so a command for one library never imports another.
+so a command for one library never imports another. This package holds one module per command
+(argument parsing and what the command prints); the library launchers (``trl``, ``verl``,
+``openrlhf``) are their adapters' ``launch`` modules, whose arguments are partly the library's.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import importlib
 import sys
 
 COMMANDS: dict[str, str] = {
-    "audit": "kl_patches.audit:main",
-    "bias": "kl_patches.bias:main",
-    "demo": "kl_patches.demo:main",
-    "reproduce": "kl_patches.reproduce:main",
+    "audit": "kl_patches.cli.audit:main",
+    "bias": "kl_patches.cli.bias:main",
+    "demo": "kl_patches.cli.demo:main",
+    "reproduce": "kl_patches.cli.reproduce:main",
     "openrlhf": "kl_patches.openrlhf:main",
     "trl": "kl_patches.adapters.trl.launch:main",
-    "verdict": "kl_patches.verdict_cli:main",
+    "verdict": "kl_patches.cli.verdict:main",
     "verl": "kl_patches.adapters.verl.launch:main",
 }
 

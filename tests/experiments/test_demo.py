@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from kl_patches import bias, demo
-from kl_patches.reproduce_report import summarise
+from kl_patches.cli import demo as demo_cli
+from kl_patches.experiments import bias, demo
+from kl_patches.experiments.reproduce_report import summarise
 
 
 def _small_bias(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,7 +38,7 @@ def test_demo_runs_and_writes_its_plots(
 ) -> None:
     _small_bias(monkeypatch)
     args = ["--out", str(tmp_path), "--steps", "5", "--seeds", "2", "--quiet", "--no-audit"]
-    assert demo.main(args) == 0
+    assert demo_cli.main(args) == 0
     out = capsys.readouterr().out
     for part in ("1. Which gradient", "2. Checked by exact", "3. Training", "Summary:"):
         assert part in out

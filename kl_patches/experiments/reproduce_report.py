@@ -1,4 +1,4 @@
-"""Tables, summaries and plots of the miniature reproduction's runs (:mod:`kl_patches.reproduce`).
+"""Tables, summaries and plots of the miniature reproduction (:mod:`.reproduce`).
 
 "Final" is the exact value after the last update; "best" is the highest exact regularised
 objective reached at any step of a run. Both are averaged over seeds (mean +- sample std).
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kl_patches.config import KLConfig
-from kl_patches.reproduce_train import RunResult
+from kl_patches.experiments.reproduce_train import RunResult
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,63 @@
+"""``kl-patches verdict NAME [--kl.FIELD VALUE ...]``: which gradient a KL configuration follows.
+
+The configuration is a short name (``k1-in-reward``, ``k3-in-loss``, ``none``) plus any KLConfig
+field in the uniform ``--kl.FIELD VALUE`` syntax. The spellings of earlier releases
+(``--coef``, ``--granularity``, ``--reward-shape``, ``--loss-aggregation``,
+``--importance-weighting``) still work, with a deprecation warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kl_patches.adapters import flags
+from kl_patches.config import FIELD_CHOICES
+from kl_patches.theory import verdict
+
+_OLD = ("coef", "granularity", "reward_shape", "loss_aggregation", "importance_weighting")
+"""KLConfig fields that had their own option before the ``--kl.FIELD`` syntax."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``kl-patches verdict`` argument parser."""
+    p = argparse.ArgumentParser(prog="kl-patches verdict", description=__doc__)
+    p.add_argument("name", help="short name such as k1-in-reward, k3-in-loss, k3-in-both, none")
+    flags.add_arguments(p)
+    for field in _OLD:
+        option = "--" + field.replace("_", "-")
+        p.add_argument(
+            option,
+            dest=f"old_{field}",
+            type=float if field == "coef" else str,
+            choices=FIELD_CHOICES.get(field),
+            help=f"deprecated: use --kl.{field}",
+        )
+    p.add_argument("--off-policy", action="store_true", help="updates on older samples")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Print the verdict of one configuration given as a short name plus options."""
+    a = parser().parse_args(argv)
+    values = flags.values_from_namespace(a)
+    for field in _OLD:
+        old = getattr(a, f"old_{field}")
+        if old is not None:
+            flags.deprecated("--" + field.replace("_", "-"), f"--kl.{field}")
+            values.setdefault(field, old)
+    try:
+        if a.kl_name is not None:
+            raise ValueError("give the configuration as the positional NAME, not with --kl")
+        cfg = flags.build(a.name, values)
+    except ValueError as err:
+        print(f"kl-patches verdict: {err}")
+        return 2
+    v = verdict(cfg, off_policy=a.off_policy)
+    print(f"config:      {cfg}")
+    print(f"gradient:    {v.gradient}")
+    print(f"unbiased:    {'yes' if v.unbiased else 'no'}")
+    print(f"explanation: {v.explanation}")
+    for c in v.caveats:
+        print(f"caveat:      {c}")
+    print(f"advice:      {v.advice}")
+    return 0
