@@ -1,1 +1,0 @@
-"""Test support for the TRL adapter: a tiny random Qwen2, a local tokenizer, toy data."""
