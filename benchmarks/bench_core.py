@@ -75,7 +75,7 @@ def library_function(lib: str) -> tuple[str, Fn, KLConfig]:
         )
     if lib == "openrlhf":
         # import-only stand-ins for flash_attn / vllm (no CPU wheels), as the OpenRLHF tests use
-        stubs = ROOT / "tests" / "adapters" / "openrlhf_support" / "stubs"
+        stubs = ROOT / "tests" / "adapters" / "openrlhf" / "openrlhf_support" / "stubs"
         sys.path.insert(0, str(stubs))
         from openrlhf.models.utils import compute_approx_kl
 

@@ -3,7 +3,7 @@
 Usage (the TRL venv, CPU, a few minutes):
     python benchmarks/bench_trl.py [--steps 30] [--completion-length 32]
 
-Tiny random Qwen2 from ``tests/adapters/trl_support`` (policy perturbed away from the
+Tiny random Qwen2 from ``tests/adapters/trl/trl_support`` (policy perturbed away from the
 reference), every completion forced to full length so all configurations do the same work.
 Step time: one scored generation batch (TRL's ``_generate_and_score_completions``), TRL's
 ``_compute_loss`` and the backward -- everything the adapter touches; the optimizer and the
@@ -34,7 +34,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "adapters"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "adapters" / "trl"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 

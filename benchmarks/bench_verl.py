@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "adapters")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "adapters" / "verl")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 GROUP = 8

@@ -1,6 +1,6 @@
 """Overhead of the OpenRLHF patches: patched / native wall time of the real OpenRLHF methods (CPU).
 
-    PYTHONPATH=tests/adapters python benchmarks/openrlhf_overhead.py
+    PYTHONPATH=tests/adapters/openrlhf python benchmarks/openrlhf_overhead.py
 
 Needs OpenRLHF 0.11.2 installed as for ``nox -s openrlhf`` (uses the test stand-ins for vllm
 and flash_attn). One run, median of repeats; prints ratios, asserts nothing.

@@ -42,9 +42,10 @@ def adapter_scripts(lib: str) -> list[Path]:
 
 def run(cmd: list[str], timeout: int) -> tuple[int, str, float]:
     """(exit code, stdout + the tail of stderr, seconds), with the repository and the tests'
-    library support folders (``tests/adapters``) on PYTHONPATH."""
+    library support folders (``tests/adapters/<library>``) on PYTHONPATH."""
     start = time.monotonic()
-    path = os.pathsep.join([str(HERE.parent), str(HERE.parent / "tests" / "adapters")])
+    support = [str(HERE.parent / "tests" / "adapters" / lib) for lib in ("trl", "verl", "openrlhf")]
+    path = os.pathsep.join([str(HERE.parent), *support])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
