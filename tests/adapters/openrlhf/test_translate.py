@@ -1,9 +1,6 @@
-"""Flags, audit reading, launcher argv handling and recipes of the OpenRLHF adapter.
-
-The reader and ``to_args`` must work without OpenRLHF; where OpenRLHF 0.11.2 is installed, its
-real ``train_ppo_ray`` argument parser (taken from the module's ``__main__`` block) checks that
-every flag we write or ship in a recipe exists and parses to the values we read.
-"""
+"""OpenRLHF flags <-> KLConfig: native configurations, flat and dotted names, defaults, and
+every flag we write or ship in a recipe checked with OpenRLHF 0.11.2's real ``train_ppo_ray``
+argument parser (taken from the module's ``__main__`` block) where OpenRLHF is installed."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ import re
 import runpy
 import shlex
 from pathlib import Path
-from typing import Any
 
 import pytest
 from openrlhf_support.harness import REPO, activate
@@ -23,7 +19,7 @@ from kl_patches import KLConfig, verdict  # noqa: E402
 from kl_patches.adapters.openrlhf import from_args, is_native, native_gaps, read, to_args  # noqa: E402
 from kl_patches.adapters.openrlhf.translate import FLAGS, parse_settings  # noqa: E402
 from kl_patches.config import all_configs  # noqa: E402
-from kl_patches.openrlhf import build_argv, main, parse_kl_args, split_argv  # noqa: E402
+from kl_patches.openrlhf import build_argv, parse_kl_args, split_argv  # noqa: E402
 
 RECIPES = REPO / "recipes" / "openrlhf"
 
@@ -119,96 +115,6 @@ def test_bad_values_name_the_choices() -> None:
         from_args(["--algo.kl.init_coef"])
     with pytest.raises(ValueError, match="takes no value"):
         from_args(["--algo.kl.use_loss=true"])
-
-
-# ----------------------------------------------------------------------------- audit reading
-def codes(argv: list[str]) -> dict[str, str]:
-    return {f.code: f.severity for f in read(argv).findings}
-
-
-def test_read_findings() -> None:
-    off = codes(["--algo.kl.init_coef", "0", "--algo.kl.use_loss"])
-    assert off == {"openrlhf.kl_off": "error"}
-    assert codes(["--algo.kl.init_coef", "0"]) == {"openrlhf.kl_off": "warning"}
-    grpo = ["--algo.advantage.estimator", "group_norm", "--rollout.n_samples_per_prompt", "8"]
-    assert "openrlhf.kl_after_baseline" in codes(grpo)
-    loss = ["--algo.kl.use_loss", "--algo.kl.estimator", "k3"]
-    on_policy = [
-        "--rollout.batch_size",
-        "16",
-        "--rollout.n_samples_per_prompt",
-        "8",
-        "--train.batch_size",
-        "128",
-    ]
-    assert "openrlhf.off_policy_kl_loss" in codes(loss)  # 0.11.2 defaults: 64 updates/rollout
-    assert "openrlhf.off_policy_kl_loss" not in codes(loss + on_policy)
-    assert read(loss + on_policy).off_policy is False
-    adaptive = codes([*loss, "--algo.kl.target", "6"])
-    assert adaptive["openrlhf.adaptive_controller"] == "warning"
-    assert "openrlhf.unbiased_gradient_token_level" in codes([*loss, "--algo.kl.unbiased_gradient"])
-    reading = read(loss)
-    assert reading.library == "openrlhf" and reading.config.placement == "loss"
-    fixed = from_args(list(reading.fix[:4]))
-    assert (fixed.estimator, fixed.placement, fixed.coef) == ("k1", "reward", 0.01)
-    assert "(remove --algo.kl.use_loss)" in reading.fix
-
-
-# ----------------------------------------------------------------------------- launcher argv
-def test_split_and_parse_kl_flags() -> None:
-    ours, rest = split_argv(
-        ["--a", "1", "--kl", "k3-in-both", "--kl.coef=0.1", "--kl.kl_clamp", "none", "--b"]
-    )
-    assert rest == ["--a", "1", "--b"]
-    assert parse_kl_args(ours) == KLConfig.parse("k3-in-both", coef=0.1, kl_clamp=None)
-    assert parse_kl_args([]) is None
-    with pytest.raises(ValueError, match=r"unknown flag --kl\.beta"):
-        parse_kl_args(["--kl.beta", "0.1"])
-    with pytest.raises(ValueError, match="placement"):
-        parse_kl_args(["--kl.placement", "sideways"])
-
-
-def test_build_argv_adds_native_flags_and_refuses_conflicts() -> None:
-    config = KLConfig.parse("k3-in-both", coef=0.1)
-    argv = build_argv(config, ["--rollout.batch_size", "8"], "0.11.2")
-    assert argv == ["--rollout.batch_size", "8", *to_args(config)]
-    assert build_argv(config, ["--algo.kl.use_loss"], "0.11.2")  # same value: fine
-    with pytest.raises(ValueError, match="conflicts"):
-        build_argv(config, ["--algo.kl.estimator", "k1"], "0.11.2")
-
-
-def test_main_runs_openrlhf_entry_with_hooked_ray(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("openrlhf")
-    import kl_patches.adapters.openrlhf.launch as launcher
-
-    calls: dict[str, Any] = {}
-    monkeypatch.setattr(launcher, "ray_init", lambda config, **kw: calls.setdefault("ray", config))
-    monkeypatch.setattr(
-        runpy,
-        "run_module",
-        lambda name, **kw: calls.setdefault("run", (name, list(launcher.sys.argv))),
-    )
-    monkeypatch.setattr(launcher.sys, "argv", ["x"])
-    assert main(["--rollout.batch_size", "8", "--kl", "k1-in-reward", "--kl.coef", "0.02"]) == 0
-    assert calls["ray"] == KLConfig(coef=0.02)
-    name, argv = calls["run"]
-    assert name == "openrlhf.cli.train_ppo_ray"
-    assert argv[1:] == [
-        "--rollout.batch_size",
-        "8",
-        "--algo.kl.init_coef",
-        "0.02",
-        "--algo.kl.estimator",
-        "k1",
-    ]
-    assert main(["--rollout.batch_size", "8"]) == 2  # no --kl flag
-    assert main(["--kl.placement", "sideways"]) == 2
-
-
-def test_cli_has_openrlhf_command() -> None:
-    from kl_patches.cli import COMMANDS
-
-    assert COMMANDS["openrlhf"] == "kl_patches.openrlhf:main"
 
 
 # ----------------------------------------------------------------------------- real parser
@@ -313,28 +219,3 @@ def test_recipe_parses(name: str, argv: list[str], real_parser: argparse.Argumen
         assert config.short_name == "k1-in-reward" and verdict(config).unbiased
     if name.startswith("grid:") and not name.startswith("grid:openrlhf"):
         assert re.sub(r"-seq", "", name[5:]) == config.short_name
-
-
-def test_print_runtime_env_for_ray_job_submit(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    config = KLConfig.parse("k3-in-both", coef=0.1)
-    assert main(["--print-runtime-env", "--kl", "k3-in-both", "--kl.coef", "0.1"]) == 0
-    env_line, flags_line = capsys.readouterr().out.strip().splitlines()
-    env = json.loads(env_line)
-    assert env["worker_process_setup_hook"] == "kl_patches.openrlhf.ray_setup_hook"
-    assert KLConfig.from_dict(json.loads(env["env_vars"]["KL_PATCHES_OPENRLHF"])) == config
-    assert flags_line.split() == to_args(config)
-
-
-def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
-    from kl_patches.openrlhf import warnings_for
-
-    on_policy = ["--rollout.batch_size", "16", "--rollout.n_samples_per_prompt", "8"]
-    k3_loss = KLConfig.parse("k3-in-loss", coef=0.01)
-    biased = warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2"))
-    assert len(biased) == 1 and "k3-in-loss" in biased[0] and "forward KL" in biased[0]
-    k1 = KLConfig(coef=0.01)
-    assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
-    adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
-    assert len(adaptive) == 1 and "adaptive KL controller" in adaptive[0]

@@ -1,0 +1,100 @@
+"""``python -m kl_patches.openrlhf``: the ``--kl`` flags, the native flags it adds, its refusals,
+the runtime_env for ``ray job submit`` and the hand-off to OpenRLHF's own entry point."""
+
+from __future__ import annotations
+
+import runpy
+from typing import Any
+
+import pytest
+from openrlhf_support.harness import REPO, activate
+
+activate()
+
+from kl_patches import KLConfig  # noqa: E402
+from kl_patches.adapters.openrlhf import to_args  # noqa: E402
+from kl_patches.openrlhf import build_argv, main, parse_kl_args, split_argv  # noqa: E402
+
+RECIPES = REPO / "recipes" / "openrlhf"
+
+
+# ----------------------------------------------------------------------------- launcher argv
+def test_split_and_parse_kl_flags() -> None:
+    ours, rest = split_argv(
+        ["--a", "1", "--kl", "k3-in-both", "--kl.coef=0.1", "--kl.kl_clamp", "none", "--b"]
+    )
+    assert rest == ["--a", "1", "--b"]
+    assert parse_kl_args(ours) == KLConfig.parse("k3-in-both", coef=0.1, kl_clamp=None)
+    assert parse_kl_args([]) is None
+    with pytest.raises(ValueError, match=r"unknown flag --kl\.beta"):
+        parse_kl_args(["--kl.beta", "0.1"])
+    with pytest.raises(ValueError, match="placement"):
+        parse_kl_args(["--kl.placement", "sideways"])
+
+
+def test_build_argv_adds_native_flags_and_refuses_conflicts() -> None:
+    config = KLConfig.parse("k3-in-both", coef=0.1)
+    argv = build_argv(config, ["--rollout.batch_size", "8"], "0.11.2")
+    assert argv == ["--rollout.batch_size", "8", *to_args(config)]
+    assert build_argv(config, ["--algo.kl.use_loss"], "0.11.2")  # same value: fine
+    with pytest.raises(ValueError, match="conflicts"):
+        build_argv(config, ["--algo.kl.estimator", "k1"], "0.11.2")
+
+
+def test_main_runs_openrlhf_entry_with_hooked_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openrlhf")
+    import kl_patches.adapters.openrlhf.launch as launcher
+
+    calls: dict[str, Any] = {}
+    monkeypatch.setattr(launcher, "ray_init", lambda config, **kw: calls.setdefault("ray", config))
+    monkeypatch.setattr(
+        runpy,
+        "run_module",
+        lambda name, **kw: calls.setdefault("run", (name, list(launcher.sys.argv))),
+    )
+    monkeypatch.setattr(launcher.sys, "argv", ["x"])
+    assert main(["--rollout.batch_size", "8", "--kl", "k1-in-reward", "--kl.coef", "0.02"]) == 0
+    assert calls["ray"] == KLConfig(coef=0.02)
+    name, argv = calls["run"]
+    assert name == "openrlhf.cli.train_ppo_ray"
+    assert argv[1:] == [
+        "--rollout.batch_size",
+        "8",
+        "--algo.kl.init_coef",
+        "0.02",
+        "--algo.kl.estimator",
+        "k1",
+    ]
+    assert main(["--rollout.batch_size", "8"]) == 2  # no --kl flag
+    assert main(["--kl.placement", "sideways"]) == 2
+
+
+def test_cli_has_openrlhf_command() -> None:
+    from kl_patches.cli import COMMANDS
+
+    assert COMMANDS["openrlhf"] == "kl_patches.openrlhf:main"
+
+
+def test_print_runtime_env_for_ray_job_submit(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    config = KLConfig.parse("k3-in-both", coef=0.1)
+    assert main(["--print-runtime-env", "--kl", "k3-in-both", "--kl.coef", "0.1"]) == 0
+    env_line, flags_line = capsys.readouterr().out.strip().splitlines()
+    env = json.loads(env_line)
+    assert env["worker_process_setup_hook"] == "kl_patches.openrlhf.ray_setup_hook"
+    assert KLConfig.from_dict(json.loads(env["env_vars"]["KL_PATCHES_OPENRLHF"])) == config
+    assert flags_line.split() == to_args(config)
+
+
+def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
+    from kl_patches.openrlhf import warnings_for
+
+    on_policy = ["--rollout.batch_size", "16", "--rollout.n_samples_per_prompt", "8"]
+    k3_loss = KLConfig.parse("k3-in-loss", coef=0.01)
+    biased = warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2"))
+    assert len(biased) == 1 and "k3-in-loss" in biased[0] and "forward KL" in biased[0]
+    k1 = KLConfig(coef=0.01)
+    assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
+    adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
+    assert len(adaptive) == 1 and "adaptive KL controller" in adaptive[0]
