@@ -293,6 +293,30 @@ class Enumeration:
         (grad,) = torch.autograd.grad((weights * surrogate).sum(), theta)
         return grad
 
+    def off_policy_per_sequence_gradients(
+        self,
+        config: KLConfig,
+        logits: torch.Tensor,
+        ref_logits: torch.Tensor,
+        behaviour_logits: torch.Tensor,
+        trainer_ratio: bool = False,
+    ) -> torch.Tensor:
+        """[N, *logits.shape]: each sequence's single-sample estimate under samples from mu.
+
+        Their mu-weighted mean is :meth:`off_policy_gradient`; draw sequences from mu to get
+        Monte-Carlo batch estimates.
+        """
+        n = self.sequences.shape[0]
+        theta = logits.detach().unsqueeze(0).repeat(n, 1, 1).requires_grad_(True)
+        lsm = torch.log_softmax(theta, dim=-1)
+        rows = torch.arange(n).unsqueeze(-1).expand_as(self.prefix_ids)
+        logp = lsm[rows, self.prefix_ids, self.sequences]
+        surrogate = self.off_policy_surrogate(
+            config, theta, ref_logits, behaviour_logits, trainer_ratio, token_logp=logp
+        )
+        (grad,) = torch.autograd.grad(surrogate.sum(), theta)
+        return grad
+
     def _nodes(self, logits: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per depth d = 1..T: (log pi of the node's last token, log pi of the whole prefix).
 
@@ -378,6 +402,35 @@ def behaviour_policy(logits: torch.Tensor, distance: float, seed: int) -> torch.
     return logits + distance * noise
 
 
+def behaviour_at_level(
+    enum: Enumeration, logits: torch.Tensor, kl_per_token: float, seed: int
+) -> tuple[torch.Tensor, float]:
+    """A behaviour policy with KL(mu || pi) / T = ``kl_per_token`` (exact), and its scale.
+
+    mu = logits + s * noise along one seeded N(0, 1) direction; s is found by bisection on the
+    enumerated KL between a scale below the target and one above it (a root lies between, the
+    KL being continuous in s), to 1e-10 relative in s.
+    """
+    if kl_per_token <= 0:
+        return logits.clone(), 0.0
+    target = kl_per_token * enum.policy.length
+
+    def kl(scale: float) -> float:
+        return float(enum.reverse_kl(behaviour_policy(logits, scale, seed), logits))
+
+    lo, hi = 0.0, 1.0
+    while kl(hi) < target:
+        lo, hi = hi, 2 * hi
+        if hi > 1e4:
+            raise ValueError(f"KL(mu || pi) / T = {kl_per_token} is out of reach")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if kl(mid) < target else (lo, mid)
+        if hi - lo <= 1e-10 * hi:
+            break
+    return behaviour_policy(logits, hi, seed), hi
+
+
 # ---------------------------------------------------------------------------- bias and variance
 @dataclass(frozen=True)
 class BiasReport:
@@ -395,6 +448,13 @@ class BiasReport:
     """Relative standard error of that mean: sqrt(sum of coordinate variances / N) / ||G_rev||."""
     variance: float
     """Per-coordinate variance of one batch estimate, averaged over coordinates, / ||G_rev||^2."""
+    kl_behaviour: float = 0.0
+    """KL(mu || pi) at sequence level of the behaviour policy the samples came from (0:
+    on-policy)."""
+    trainer_ratio: bool = False
+    """Off-policy only: True for the PPO-ratio trainer form, False for REINFORCE."""
+    max_weight: float = 1.0
+    """Largest prefix weight pi(y_1..u) / mu(y_1..u) over every prefix (1 on-policy)."""
 
 
 def make_problem(
@@ -416,15 +476,36 @@ def bias_report(
     batch_size: int = 16,
     num_batches: int = 200,
     seed: int = 0,
+    behaviour_logits: torch.Tensor | None = None,
+    trainer_ratio: bool = False,
 ) -> BiasReport:
-    """Bias of ``config``'s KL gradient against coef * grad KL(pi || pi_ref): exact and by MC."""
+    """Bias of ``config``'s KL gradient against coef * grad KL(pi || pi_ref): exact and by MC.
+
+    With ``behaviour_logits`` the samples come from that policy mu and the estimate is the
+    trainer surrogate of :meth:`Enumeration.off_policy_surrogate` (``trainer_ratio`` picks its
+    form). The cosine is NaN when the exact expected gradient is zero (to 1e-12 of the target):
+    its direction would be round-off.
+    """
     target = config.coef * enum.basis_gradient("reverse_kl", logits, ref_logits)
     norm = float(target.norm())
-    g = enum.per_sequence_gradients(config, logits, ref_logits).flatten(1)
-    probs = enum.token_logp(logits).sum(-1).exp()
+    kl_behaviour, max_weight = 0.0, 1.0
+    if behaviour_logits is None:
+        g = enum.per_sequence_gradients(config, logits, ref_logits).flatten(1)
+        probs = enum.token_logp(logits).sum(-1).exp()
+    else:
+        g = enum.off_policy_per_sequence_gradients(
+            config, logits, ref_logits, behaviour_logits, trainer_ratio
+        ).flatten(1)
+        mu_logp = enum.token_logp(behaviour_logits)
+        probs = mu_logp.sum(-1).exp()
+        kl_behaviour = float(enum.reverse_kl(behaviour_logits, logits))
+        max_weight = float((enum.token_logp(logits) - mu_logp).cumsum(-1).exp().max())
     exact_mean = (probs.unsqueeze(-1) * g).sum(0)
     t = target.flatten()
-    cos = float(exact_mean @ t / (exact_mean.norm() * t.norm()).clamp_min(1e-300))
+    if float(exact_mean.norm()) <= 1e-12 * norm:
+        cos = math.nan
+    else:
+        cos = float(exact_mean @ t / (exact_mean.norm() * t.norm()))
     gen = torch.Generator().manual_seed(seed)
     idx = torch.multinomial(probs, batch_size * num_batches, replacement=True, generator=gen)
     batches = g[idx].reshape(num_batches, batch_size, -1).mean(1)
@@ -438,6 +519,9 @@ def bias_report(
         mc_relative_bias=float((mc_mean - t).norm()) / norm,
         mc_standard_error=math.sqrt(float(var.sum()) / num_batches) / norm,
         variance=float(var.mean()) / norm**2,
+        kl_behaviour=kl_behaviour,
+        trainer_ratio=trainer_ratio if behaviour_logits is not None else False,
+        max_weight=max_weight,
     )
 
 
