@@ -33,7 +33,7 @@ PLACEMENTS = ("reward", "loss", "both", "none")
 GRANULARITIES = ("token", "sequence")
 REWARD_SHAPES = ("sequence", "reward_to_go")
 LOSS_AGGREGATIONS = ("sum", "token_mean", "seq_mean_token_mean")
-IMPORTANCE_WEIGHTINGS = ("none", "token")
+IMPORTANCE_WEIGHTINGS = ("none", "token", "sequence")
 
 _SHORT_NAME = re.compile(r"^(?P<est>[a-z0-9_]+)-in-(?P<place>reward|loss|both)$")
 
@@ -103,8 +103,14 @@ class KLConfig:
     sequences (TRL's grpo loss, verl's seq-mean-token-mean)."""
 
     importance_weighting: str = "none"
-    """Loss side only. ``token`` multiplies each token's loss-side term by pi / pi_old
-    (differentiable), for updates on samples from an older policy; needs old log-probs."""
+    """For updates on samples from an older (behaviour) policy mu. ``token``: loss side only;
+    multiplies each token's loss-side term by pi / pi_old (differentiable); needs old log-probs.
+    ``sequence``: per-decision importance sampling for placement ``reward`` or ``both``: the KL
+    term of token u is weighted by the detached prefix weight W_{1:u} = prod_{s<=u} pi(y_s|s_s) /
+    mu(y_s|s_s), on the reward side (a per-token penalty, :func:`kl_patches.core.reward_penalty`
+    with ``behaviour_logp``) and on the loss side of ``both``; the off-policy expected gradient
+    then equals the on-policy one at the current policy. Needs the behaviour log-probs and,
+    on the reward side, the current policy's log-probs at every update."""
 
     log_ratio_clamp: float | None = None
     """Library-compatible numerics: clamp the per-token log-ratio to [-c, c] before the
@@ -113,6 +119,13 @@ class KLConfig:
     kl_clamp: float | None = None
     """Library-compatible numerics: clamp each per-token estimator value to [-c, c]
     (verl k3 and every OpenRLHF estimator use 10). None: no clamp (the exact maths)."""
+
+    is_clip: float | None = None
+    """Only with ``importance_weighting="sequence"``: cap each prefix weight W_{1:u} (the
+    cumulative product, not the per-token ratios) from above at ``is_clip``, min(W_{1:u}, c);
+    weights below c are untouched. Bounds the variance at the price of a bias wherever
+    pi(y_{1:u}) > c * mu(y_{1:u}). None: unclipped (unbiased). A value below 1 also scales the
+    on-policy gradient by that value (every on-policy weight is 1)."""
 
     def __post_init__(self) -> None:
         est = self.estimator
@@ -134,16 +147,18 @@ class KLConfig:
             self, "log_ratio_clamp", _optional_positive("log_ratio_clamp", self.log_ratio_clamp)
         )
         object.__setattr__(self, "kl_clamp", _optional_positive("kl_clamp", self.kl_clamp))
+        object.__setattr__(self, "is_clip", _optional_positive("is_clip", self.is_clip))
         self._check_conflicts()
+        self._check_sequence_weighting()
 
     def _check_conflicts(self) -> None:
-        if self.importance_weighting != "none" and self.placement not in ("loss", "both"):
+        if self.importance_weighting == "token" and self.placement not in ("loss", "both"):
             raise ValueError(
                 f"KLConfig.importance_weighting={self.importance_weighting!r} weights the "
                 f"loss-side term, but placement={self.placement!r} has no loss side; use "
                 "placement 'loss' or 'both', or importance_weighting='none'"
             )
-        if self.importance_weighting != "none" and self.granularity == "sequence":
+        if self.importance_weighting == "token" and self.granularity == "sequence":
             raise ValueError(
                 "KLConfig.importance_weighting='token' needs granularity='token' (a sequence-level "
                 "estimate has no per-token term to weight); choose granularity 'token'"
@@ -161,6 +176,30 @@ class KLConfig:
             raise ValueError(
                 f"KLConfig.loss_coef={self.loss_coef!r} only applies to placement='both' (got "
                 f"placement={self.placement!r}); set coef instead"
+            )
+
+    def _check_sequence_weighting(self) -> None:
+        if self.is_clip is not None and self.importance_weighting != "sequence":
+            raise ValueError(
+                f"KLConfig.is_clip={self.is_clip!r} caps the prefix weights of "
+                f"importance_weighting='sequence', but importance_weighting="
+                f"{self.importance_weighting!r}; choose importance_weighting 'sequence' or "
+                "is_clip=None"
+            )
+        if self.importance_weighting != "sequence":
+            return
+        if self.placement not in ("reward", "both"):
+            raise ValueError(
+                f"KLConfig.importance_weighting='sequence' weights the reward side (and the loss "
+                f"side of 'both'), but placement={self.placement!r}; choose placement 'reward' "
+                "or 'both' (for a loss-only KL, importance_weighting='token' weights each "
+                "token's own term), or importance_weighting='none'"
+            )
+        if self.granularity == "sequence":
+            raise ValueError(
+                "KLConfig.importance_weighting='sequence' needs granularity='token' (prefix "
+                "weights multiply per-token terms; an estimator of the summed log-ratio has "
+                "none); choose granularity 'token'"
             )
 
     # ------------------------------------------------------------------ derived views
@@ -253,11 +292,20 @@ class KLConfig:
             parts.append(f"loss_aggregation={self.loss_aggregation}")
             if self.importance_weighting != "none":
                 parts.append(f"importance_weighting={self.importance_weighting}")
+        elif self.importance_weighting == "sequence":
+            parts.append("importance_weighting=sequence")
+        if self.is_clip is not None:
+            parts.append(f"is_clip={self.is_clip:g}")
         if self.log_ratio_clamp is not None:
             parts.append(f"log_ratio_clamp={self.log_ratio_clamp:g}")
         if self.kl_clamp is not None:
             parts.append(f"kl_clamp={self.kl_clamp:g}")
         return ", ".join(parts)
+
+
+ALL_CONFIGS_IS_CLIPS = (2.0, 0.5)
+"""The ``is_clip`` values :func:`all_configs` adds to the unclipped sequence-weighted configs:
+one that never binds on-policy (every weight is 1) and one that does (it scales by 0.5)."""
 
 
 def all_configs(coef: float = 0.1) -> list[KLConfig]:
@@ -273,21 +321,23 @@ def all_configs(coef: float = 0.1) -> list[KLConfig]:
                     for agg in LOSS_AGGREGATIONS:
                         for iw in IMPORTANCE_WEIGHTINGS:
                             for loss_coef in (None, coef * 0.5):
-                                try:
-                                    out.append(
-                                        KLConfig(
-                                            estimator=est,
-                                            placement=place,
-                                            coef=coef,
-                                            loss_coef=loss_coef,
-                                            granularity=gran,
-                                            reward_shape=shape,
-                                            loss_aggregation=agg,
-                                            importance_weighting=iw,
+                                for clip in (None, *ALL_CONFIGS_IS_CLIPS):
+                                    try:
+                                        out.append(
+                                            KLConfig(
+                                                estimator=est,
+                                                placement=place,
+                                                coef=coef,
+                                                loss_coef=loss_coef,
+                                                granularity=gran,
+                                                reward_shape=shape,
+                                                loss_aggregation=agg,
+                                                importance_weighting=iw,
+                                                is_clip=clip,
+                                            )
                                         )
-                                    )
-                                except ValueError:
-                                    continue
+                                    except ValueError:
+                                        continue
     return out
 
 

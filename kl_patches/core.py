@@ -14,12 +14,22 @@ Two placements:
     the loss; it reaches the gradient path-wise.
 :mod:`kl_patches.theory` says which gradient each combination follows in expectation.
 
+Off-policy (samples from a behaviour policy mu, e.g. PPO epochs or asynchronous rollouts),
+``importance_weighting="sequence"`` weights the KL term of token u by the detached prefix weight
+W_{1:u} = prod_{s<=u} pi(y_s|s_s) / mu(y_s|s_s) (per-decision importance sampling):
+:func:`importance_weighted_penalty` gives the per-token reward-side penalty a trainer must be
+handed so that its own gradient (REINFORCE-style, or PPO-style with the token ratio) equals
+coef * E_pi[sum_t grad log pi_t * sum_{u>=t} k_u], and the loss side of ``both`` multiplies each
+term by the same detached W_{1:u} (:func:`prefix_log_weights`).
+
 Deviations from the libraries, on purpose: no clamps unless the config asks for them (verl clamps
 k3, OpenRLHF clamps every estimator); the paper's default loss aggregation is a per-sequence sum,
 not a token mean.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -29,12 +39,14 @@ __all__ = [
     "aggregate",
     "estimate",
     "full_kl",
+    "importance_weighted_penalty",
     "kl_terms",
     "log_ratio",
     "loss_per_token",
     "loss_term",
     "on_last_token",
     "per_token_kl",
+    "prefix_log_weights",
     "reward_penalty",
     "sequence_kl",
 ]
@@ -105,14 +117,53 @@ def sequence_kl(
 
 
 def reward_penalty(
-    logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, config: KLConfig
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    *,
+    behaviour_logp: torch.Tensor | None = None,
+    trainer_ratio: bool = False,
+    ratio_logp: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Detached penalty, already times ``coef``, to subtract from the reward.
 
-    Pass the log-probs of the policy that sampled the batch. Shape ``[B]`` for
-    ``reward_shape="sequence"``; ``[B, T]`` for ``"reward_to_go"`` (token t is charged the
-    estimator summed over tokens t..T; zero on padding). Zeros when there is no reward side.
+    Without ``behaviour_logp``, pass the log-probs of the policy that sampled the batch as
+    ``logp``. Shape ``[B]`` for ``reward_shape="sequence"``; ``[B, T]`` for ``"reward_to_go"``
+    (token t is charged the estimator summed over tokens t..T; zero on padding). Zeros when
+    there is no reward side.
+
+    Off-policy, pass the current policy's log-probs as ``logp`` and the sampling (behaviour)
+    policy's as ``behaviour_logp``. With ``importance_weighting="sequence"`` the result is
+    :func:`importance_weighted_penalty` (always ``[B, T]``; ``trainer_ratio`` and
+    ``ratio_logp`` are passed on) and ``behaviour_logp`` is required (on-policy pass
+    ``behaviour_logp=logp``). For every other config the penalty is computed, as above, from
+    the sampling policy's log-probs, here ``behaviour_logp`` (what the libraries do), and
+    ``trainer_ratio``/``ratio_logp`` are not used.
     """
+    if config.importance_weighting == "sequence":
+        if behaviour_logp is None:
+            raise ValueError(
+                "importance_weighting='sequence' needs behaviour_logp (the sampling policy's "
+                "log-probs) next to logp (the current policy's); on-policy pass "
+                "behaviour_logp=logp"
+            )
+        return importance_weighted_penalty(
+            logp,
+            ref_logp,
+            behaviour_logp,
+            mask,
+            config,
+            trainer_ratio=trainer_ratio,
+            ratio_logp=ratio_logp,
+        )
+    if behaviour_logp is not None:
+        if behaviour_logp.shape != logp.shape:
+            raise ValueError(
+                f"behaviour_logp shape {tuple(behaviour_logp.shape)} differs from logp "
+                f"{tuple(logp.shape)}"
+            )
+        logp = behaviour_logp
     _check_shapes(logp, ref_logp, mask)
     logp, ref_logp = logp.detach(), ref_logp.detach()
     if config.reward_shape == "reward_to_go":
@@ -125,6 +176,103 @@ def reward_penalty(
     if not config.has_reward:
         return torch.zeros(logp.shape[0], dtype=logp.dtype, device=logp.device)
     return config.coef * sequence_kl(logp, ref_logp, mask, config)
+
+
+def prefix_log_weights(
+    logp: torch.Tensor,
+    behaviour_logp: torch.Tensor,
+    mask: torch.Tensor,
+    is_clip: float | None = None,
+) -> torch.Tensor:
+    """Detached log prefix weights ``[B, T]``: log W_{1:u} = sum_{s<=u} (logp_s - behaviour_logp_s).
+
+    A running sum in log space (no product of ratios is formed). Only valid tokens enter the
+    sum: a masked-out token (padding, or a prompt/tool token inside the row) has ratio 1.
+    ``is_clip`` caps each prefix weight from above, min(W_{1:u}, c), i.e. log W at log c.
+    Zero (weight 1) on padding. Computed in float32 or wider; returned in ``logp``'s dtype.
+    """
+    _check_shapes(logp, behaviour_logp, mask)
+    m = _bool_mask(mask)
+    work = torch.promote_types(logp.dtype, torch.float32)
+    step = torch.where(
+        m, logp.detach().to(work) - behaviour_logp.detach().to(work), torch.zeros((), dtype=work)
+    )
+    log_w = step.cumsum(-1)
+    if is_clip is not None:
+        log_w = log_w.clamp(max=math.log(is_clip))
+    return torch.where(m, log_w, torch.zeros_like(log_w)).to(logp.dtype)
+
+
+def importance_weighted_penalty(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    behaviour_logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    *,
+    trainer_ratio: bool = False,
+    ratio_logp: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per-token reward-side penalty ``[B, T]`` under per-decision importance weighting.
+
+    For ``importance_weighting="sequence"``. ``logp``: the current policy pi (the one whose
+    gradient the update takes; recompute at every update), ``behaviour_logp``: the policy mu
+    that sampled the batch, ``ref_logp``: pi_ref, all at the sampled tokens. Detached, times
+    ``coef``, zero on padding; to be subtracted from token t's reward before the advantage.
+    With k_u the estimator of token u from pi and pi_ref and W_u = min(W_{1:u}, is_clip) the
+    (capped) prefix weight of :func:`prefix_log_weights`, the target the trainer must reach is
+
+      ``reward_to_go``: P_t = coef * sum_{u>=t} W_u k_u,
+      ``sequence``:     P_t = coef * (sum_{u>=t} W_u k_u + W_t * sum_{u<t} k_u)
+
+    (the second keeps the sequence scalar's past-token terms, which have zero mean under the
+    weight W_t; on-policy every W is 1 and P_t is the sequence penalty on every token).
+
+    ``trainer_ratio`` says how the trainer turns the penalty into a gradient:
+      * ``False``: REINFORCE-style, sum_t grad log pi_t * A_t with A_t = R_t - P_t; the penalty
+        is P_t itself;
+      * ``True``: PPO-style, sum_t ratio_t * grad log pi_t * A_t with
+        ratio_t = pi_t / exp(ratio_logp_t) (``ratio_logp`` defaults to ``behaviour_logp``); the
+        penalty returned is P_t / ratio_t, so that ratio_t times it is P_t again. This assumes
+        the token is inside PPO's clip range (outside it the trainer drops the token's gradient,
+        for the task reward as well).
+    Either way E_mu[sum_t grad log pi_t * P_t] = coef * E_pi[sum_t grad log pi_t sum_{u>=t} k_u],
+    for k1 coef * grad KL(pi || pi_ref), when is_clip is None (and mu > 0 wherever pi > 0).
+    Computed in float32 or wider; returned in ``logp``'s dtype.
+    """
+    if config.importance_weighting != "sequence":
+        raise ValueError(
+            "importance_weighted_penalty is for importance_weighting='sequence'; got "
+            f"importance_weighting={config.importance_weighting!r} (use reward_penalty)"
+        )
+    _check_shapes(logp, ref_logp, mask)
+    if behaviour_logp.shape != logp.shape:
+        raise ValueError(
+            f"behaviour_logp shape {tuple(behaviour_logp.shape)} differs from logp "
+            f"{tuple(logp.shape)}"
+        )
+    if ratio_logp is not None and ratio_logp.shape != logp.shape:
+        raise ValueError(
+            f"ratio_logp shape {tuple(ratio_logp.shape)} differs from logp {tuple(logp.shape)}"
+        )
+    if not config.has_reward:
+        return torch.zeros_like(logp).detach()
+    m = _bool_mask(mask)
+    work = torch.promote_types(logp.dtype, torch.float32)
+    lp = logp.detach().to(work)
+    terms = kl_terms(lp, ref_logp.detach().to(work), mask, config)
+    log_w = prefix_log_weights(lp, behaviour_logp.to(work), mask, config.is_clip)
+    zero = torch.zeros((), dtype=work)
+    weighted = torch.where(m, torch.exp(log_w) * terms, zero)
+    penalty = weighted.flip(-1).cumsum(-1).flip(-1)
+    if config.reward_shape == "sequence":
+        past = terms.cumsum(-1) - terms
+        penalty = penalty + torch.where(m, torch.exp(log_w) * past, zero)
+    if trainer_ratio:
+        denom = behaviour_logp if ratio_logp is None else ratio_logp
+        log_ratio_t = torch.where(m, lp - denom.detach().to(work), zero)
+        penalty = penalty * torch.exp(-log_ratio_t)
+    return (config.coef * torch.where(m, penalty, zero)).to(logp.dtype)
 
 
 def _last_token(mask: torch.Tensor) -> torch.Tensor:
@@ -167,7 +315,9 @@ def loss_per_token(
     """Differentiable loss-side values ``[B, T]``, before the coefficient and the aggregation.
 
     Token granularity: the per-token estimator, times pi/pi_old when
-    ``importance_weighting="token"`` (``old_logp`` required). Sequence granularity: the
+    ``importance_weighting="token"`` (``old_logp`` required), or times the detached prefix
+    weight W_{1:u} of :func:`prefix_log_weights` (``old_logp`` = the behaviour policy's
+    log-probs, required) when ``importance_weighting="sequence"``. Sequence granularity: the
     sequence estimate sits on each row's last valid token, zeros elsewhere, so every
     aggregation treats it as one term per sequence.
     """
@@ -175,6 +325,8 @@ def loss_per_token(
         seq = sequence_kl(logp, ref_logp, mask, config)
         return on_last_token(seq, mask)
     terms = kl_terms(logp, ref_logp, mask, config)
+    if config.importance_weighting == "sequence":
+        return _prefix_weighted_loss_terms(terms, logp, mask, config, old_logp)
     if config.importance_weighting == "token":
         if old_logp is None:
             raise ValueError(
@@ -188,6 +340,32 @@ def loss_per_token(
         log_w = torch.where(m, logp - old_logp.detach(), torch.zeros_like(logp))
         terms = torch.exp(log_w) * terms
     return terms
+
+
+def _prefix_weighted_loss_terms(
+    terms: torch.Tensor,
+    logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    old_logp: torch.Tensor | None,
+) -> torch.Tensor:
+    """Loss side of ``importance_weighting="sequence"``: each term times its detached W_{1:u}.
+
+    E_mu[sum_u W_{1:u} grad k_u] = E_pi[sum_u grad k_u]: the path-wise term of the on-policy
+    loss side, so reward + loss with one coefficient stays unbiased off-policy.
+    """
+    if old_logp is None:
+        raise ValueError(
+            "importance_weighting='sequence' needs old_logp (the behaviour policy's log-probs) "
+            "for the loss side's prefix weights"
+        )
+    if old_logp.shape != logp.shape:
+        raise ValueError(
+            f"old_logp shape {tuple(old_logp.shape)} differs from logp {tuple(logp.shape)}"
+        )
+    log_w = prefix_log_weights(logp, old_logp, mask, config.is_clip)
+    m = _bool_mask(mask)
+    return torch.where(m, torch.exp(log_w) * terms, torch.zeros_like(terms))
 
 
 def aggregate(

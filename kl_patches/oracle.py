@@ -12,6 +12,15 @@ Two independent routes to a gradient are kept apart on purpose:
   * :meth:`Enumeration.basis_gradient` differentiates the *definitions* (KL divergences over the
     enumerated distributions, prefix-wise KLs) directly, without touching :mod:`kl_patches.core`.
 The tests check that the first equals the combination :func:`kl_patches.theory.verdict` names.
+
+Off-policy, samples come from a behaviour policy mu != pi, and every expectation is a sum over
+all sequences weighted by mu(y):
+  * :meth:`Enumeration.off_policy_gradient` is the implementation route: core's penalty inside
+    a trainer-style surrogate, REINFORCE (sum_t (P_t - R) log pi_t) or PPO-ratio
+    (sum_t ratio_t (P_t - R), ratio_t = pi_t / mu_t, inside the clip range) form;
+  * :meth:`Enumeration.prefix_weighted_gradient` is the derived expression of
+    ``importance_weighting="sequence"`` (clipped or not), summed over prefixes with the measure
+    min(pi, c * mu), written from the definitions without :mod:`kl_patches.core`.
 """
 
 from __future__ import annotations
@@ -176,7 +185,9 @@ class Enumeration:
         ref_logp = self.token_logp(ref_logits).detach()
         mask = torch.ones_like(logp, dtype=torch.bool)
         r = torch.zeros(logp.shape[0], dtype=logp.dtype) if reward is None else reward
-        penalty = core.reward_penalty(logp, ref_logp, mask, config)
+        penalty = core.reward_penalty(
+            logp, ref_logp, mask, config, behaviour_logp=logp.detach()
+        )  # on-policy: the sampler is the policy itself, every prefix weight is 1
         if penalty.dim() == 2:
             pg = -((r.unsqueeze(-1) - penalty) * logp).sum(-1)
         else:
@@ -215,6 +226,210 @@ class Enumeration:
         (grad,) = torch.autograd.grad(surrogate.sum(), theta)
         return grad
 
+    # ------------------------------------------------------------------ off-policy
+    def off_policy_surrogate(
+        self,
+        config: KLConfig,
+        theta: torch.Tensor,
+        ref_logits: torch.Tensor,
+        behaviour_logits: torch.Tensor,
+        trainer_ratio: bool,
+        reward: torch.Tensor | None = None,
+        token_logp: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[N] trainer surrogate of each sequence under samples from the behaviour policy mu.
+
+        The penalty is :func:`kl_patches.core.reward_penalty` with ``logp`` the current policy
+        and ``behaviour_logp`` = mu: prefix-weighted for ``importance_weighting="sequence"``,
+        else computed from mu's log-probs as the libraries do (once, at sampling time). A
+        sequence-shaped ``[N]`` penalty is charged to every token. REINFORCE form
+        (``trainer_ratio=False``): sum_t (P_t - R) log pi_t; PPO-ratio form: sum_t ratio_t (P_t -
+        R) with ratio_t = pi_t / mu_t (the unclipped branch of PPO's surrogate). Plus
+        ``loss_term`` with ``old_logp`` = mu. Weighted by mu(y), its gradient is the exact
+        expected gradient of that trainer.
+        """
+        logp = self.token_logp(theta) if token_logp is None else token_logp
+        ref_logp = self.token_logp(ref_logits).detach()
+        mu_logp = self.token_logp(behaviour_logits).detach()
+        mask = torch.ones_like(logp, dtype=torch.bool)
+        r = torch.zeros(logp.shape[0], dtype=logp.dtype) if reward is None else reward
+        penalty = core.reward_penalty(
+            logp.detach(),
+            ref_logp,
+            mask,
+            config,
+            behaviour_logp=mu_logp,
+            trainer_ratio=trainer_ratio,
+        )
+        if penalty.dim() == 1:
+            penalty = penalty.unsqueeze(-1).expand_as(logp)
+        advantage = r.unsqueeze(-1) - penalty
+        if trainer_ratio:
+            pg = -(torch.exp(logp - mu_logp) * advantage).sum(-1)
+        else:
+            pg = -(advantage * logp).sum(-1)
+
+        def one(lp: torch.Tensor, rl: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+            return core.loss_term(lp[None], rl[None], mask[:1], config, old_logp=old[None])
+
+        loss = torch.func.vmap(one)(logp, ref_logp, mu_logp)
+        return pg + loss
+
+    def off_policy_gradient(
+        self,
+        config: KLConfig,
+        logits: torch.Tensor,
+        ref_logits: torch.Tensor,
+        behaviour_logits: torch.Tensor,
+        trainer_ratio: bool = False,
+        reward: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Exact expected gradient of the trainer surrogate under samples from mu."""
+        theta = logits.detach().clone().requires_grad_(True)
+        weights = self.token_logp(behaviour_logits).sum(-1).exp().detach()
+        surrogate = self.off_policy_surrogate(
+            config, theta, ref_logits, behaviour_logits, trainer_ratio, reward
+        )
+        (grad,) = torch.autograd.grad((weights * surrogate).sum(), theta)
+        return grad
+
+    def off_policy_per_sequence_gradients(
+        self,
+        config: KLConfig,
+        logits: torch.Tensor,
+        ref_logits: torch.Tensor,
+        behaviour_logits: torch.Tensor,
+        trainer_ratio: bool = False,
+    ) -> torch.Tensor:
+        """[N, *logits.shape]: each sequence's single-sample estimate under samples from mu.
+
+        Their mu-weighted mean is :meth:`off_policy_gradient`; draw sequences from mu to get
+        Monte-Carlo batch estimates.
+        """
+        n = self.sequences.shape[0]
+        theta = logits.detach().unsqueeze(0).repeat(n, 1, 1).requires_grad_(True)
+        lsm = torch.log_softmax(theta, dim=-1)
+        rows = torch.arange(n).unsqueeze(-1).expand_as(self.prefix_ids)
+        logp = lsm[rows, self.prefix_ids, self.sequences]
+        surrogate = self.off_policy_surrogate(
+            config, theta, ref_logits, behaviour_logits, trainer_ratio, token_logp=logp
+        )
+        (grad,) = torch.autograd.grad(surrogate.sum(), theta)
+        return grad
+
+    def _nodes(self, logits: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per depth d = 1..T: (log pi of the node's last token, log pi of the whole prefix).
+
+        Node k at depth d is the prefix with base-V code k; its parent is k // V at depth d-1,
+        its last token k % V drawn from row offsets[d-1] + k // V of the logits table.
+        """
+        v = self.policy.vocab
+        lsm = torch.log_softmax(logits, dim=-1)
+        out = []
+        cum = torch.zeros(1, dtype=logits.dtype)
+        for d in range(1, self.policy.length + 1):
+            code = torch.arange(v**d)
+            last = lsm[self._offsets[d - 1] + code // v, code % v]
+            cum = cum[code // v] + last
+            out.append((last, cum))
+        return out
+
+    def prefix_weighted_gradient(
+        self,
+        config: KLConfig,
+        logits: torch.Tensor,
+        ref_logits: torch.Tensor,
+        behaviour_logits: torch.Tensor,
+    ) -> torch.Tensor:
+        """Derived expected gradient of ``importance_weighting="sequence"`` under samples from mu.
+
+        Each term of token u depends on the prefix y_1..u only, and carries the weight
+        min(W_1..u, c) (W = pi/mu over the prefix). Summed over prefixes with probability mu,
+        that is a sum with the measure nu(y_1..u) = min(pi(y_1..u), c * mu(y_1..u)) (pi when
+        ``is_clip`` is None):
+
+          reward side:  coef * sum_u sum_{y_1..u} nu * k_u * grad log pi(y_1..u)
+                        (+ for reward_shape "sequence": nu * (sum_{s<u} k_s) * grad log pi_u)
+          loss side:    loss_coef * sum_u sum_{y_1..u} nu * grad k_u   (/ T unless "sum")
+
+        Written from the definitions over a table of prefixes, without kl_patches.core. Clamps
+        are not modelled.
+        """
+        if config.importance_weighting != "sequence":
+            raise ValueError("prefix_weighted_gradient is for importance_weighting='sequence'")
+        if config.log_ratio_clamp is not None or config.kl_clamp is not None:
+            raise ValueError("prefix_weighted_gradient does not model clamps")
+        theta = logits.detach().clone().requires_grad_(True)
+        pi_nodes = self._nodes(theta)
+        ref_nodes = self._nodes(ref_logits.detach())
+        mu_nodes = self._nodes(behaviour_logits.detach())
+
+        def value(delta: torch.Tensor) -> torch.Tensor:
+            if config.estimator == "k1":
+                return delta
+            if config.estimator == "k2":
+                return 0.5 * delta**2
+            return torch.exp(-delta) - 1 + delta
+
+        objective = torch.zeros((), dtype=logits.dtype)
+        past = torch.zeros(1, dtype=logits.dtype)  # sum of k over the strict ancestors
+        length = self.policy.length
+        per_token = 1.0 if config.loss_aggregation == "sum" else 1.0 / length
+        for (last, cum), (ref_last, _), (_, mu_cum) in zip(
+            pi_nodes, ref_nodes, mu_nodes, strict=True
+        ):
+            code = torch.arange(last.shape[0])
+            k = value(last - ref_last)
+            reach = cum.detach().exp()
+            if config.is_clip is not None:
+                reach = torch.minimum(reach, config.is_clip * mu_cum.exp())
+            ancestors = past[code // self.policy.vocab]
+            if config.has_reward:
+                objective = objective + config.coef * (reach * k.detach() * cum).sum()
+                if config.reward_shape == "sequence":
+                    objective = objective + config.coef * (reach * ancestors * last).sum()
+            if config.has_loss:
+                objective = objective + config.loss_coef_value * per_token * (reach * k).sum()
+            past = ancestors + k.detach()
+        (grad,) = torch.autograd.grad(objective, theta)
+        return grad
+
+
+def behaviour_policy(logits: torch.Tensor, distance: float, seed: int) -> torch.Tensor:
+    """A seeded behaviour policy mu: ``logits`` + N(0, distance^2) noise (0: mu = pi)."""
+    gen = torch.Generator().manual_seed(seed)
+    noise = torch.randn(logits.shape, generator=gen, dtype=logits.dtype)
+    return logits + distance * noise
+
+
+def behaviour_at_level(
+    enum: Enumeration, logits: torch.Tensor, kl_per_token: float, seed: int
+) -> tuple[torch.Tensor, float]:
+    """A behaviour policy with KL(mu || pi) / T = ``kl_per_token`` (exact), and its scale.
+
+    mu = logits + s * noise along one seeded N(0, 1) direction; s is found by bisection on the
+    enumerated KL between a scale below the target and one above it (a root lies between, the
+    KL being continuous in s), to 1e-10 relative in s.
+    """
+    if kl_per_token <= 0:
+        return logits.clone(), 0.0
+    target = kl_per_token * enum.policy.length
+
+    def kl(scale: float) -> float:
+        return float(enum.reverse_kl(behaviour_policy(logits, scale, seed), logits))
+
+    lo, hi = 0.0, 1.0
+    while kl(hi) < target:
+        lo, hi = hi, 2 * hi
+        if hi > 1e4:
+            raise ValueError(f"KL(mu || pi) / T = {kl_per_token} is out of reach")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if kl(mid) < target else (lo, mid)
+        if hi - lo <= 1e-10 * hi:
+            break
+    return behaviour_policy(logits, hi, seed), hi
+
 
 # ---------------------------------------------------------------------------- bias and variance
 @dataclass(frozen=True)
@@ -233,9 +448,13 @@ class BiasReport:
     """Relative standard error of that mean: sqrt(sum of coordinate variances / N) / ||G_rev||."""
     variance: float
     """Per-coordinate variance of one batch estimate, averaged over coordinates, / ||G_rev||^2."""
-    expected_norm: float = math.nan
-    """||E[g]|| / ||G_rev||, exact: numerically zero for a configuration with no KL gradient,
-    whose cosine is then meaningless (round-off)."""
+    kl_behaviour: float = 0.0
+    """KL(mu || pi) at sequence level of the behaviour policy the samples came from (0:
+    on-policy)."""
+    trainer_ratio: bool = False
+    """Off-policy only: True for the PPO-ratio trainer form, False for REINFORCE."""
+    max_weight: float = 1.0
+    """Largest prefix weight pi(y_1..u) / mu(y_1..u) over every prefix (1 on-policy)."""
 
 
 def make_problem(
@@ -257,15 +476,36 @@ def bias_report(
     batch_size: int = 16,
     num_batches: int = 200,
     seed: int = 0,
+    behaviour_logits: torch.Tensor | None = None,
+    trainer_ratio: bool = False,
 ) -> BiasReport:
-    """Bias of ``config``'s KL gradient against coef * grad KL(pi || pi_ref): exact and by MC."""
+    """Bias of ``config``'s KL gradient against coef * grad KL(pi || pi_ref): exact and by MC.
+
+    With ``behaviour_logits`` the samples come from that policy mu and the estimate is the
+    trainer surrogate of :meth:`Enumeration.off_policy_surrogate` (``trainer_ratio`` picks its
+    form). The cosine is NaN when the exact expected gradient is zero (to 1e-12 of the target):
+    its direction would be round-off.
+    """
     target = config.coef * enum.basis_gradient("reverse_kl", logits, ref_logits)
     norm = float(target.norm())
-    g = enum.per_sequence_gradients(config, logits, ref_logits).flatten(1)
-    probs = enum.token_logp(logits).sum(-1).exp()
+    kl_behaviour, max_weight = 0.0, 1.0
+    if behaviour_logits is None:
+        g = enum.per_sequence_gradients(config, logits, ref_logits).flatten(1)
+        probs = enum.token_logp(logits).sum(-1).exp()
+    else:
+        g = enum.off_policy_per_sequence_gradients(
+            config, logits, ref_logits, behaviour_logits, trainer_ratio
+        ).flatten(1)
+        mu_logp = enum.token_logp(behaviour_logits)
+        probs = mu_logp.sum(-1).exp()
+        kl_behaviour = float(enum.reverse_kl(behaviour_logits, logits))
+        max_weight = float((enum.token_logp(logits) - mu_logp).cumsum(-1).exp().max())
     exact_mean = (probs.unsqueeze(-1) * g).sum(0)
     t = target.flatten()
-    cos = float(exact_mean @ t / (exact_mean.norm() * t.norm()).clamp_min(1e-300))
+    if float(exact_mean.norm()) <= 1e-12 * norm:
+        cos = math.nan
+    else:
+        cos = float(exact_mean @ t / (exact_mean.norm() * t.norm()))
     gen = torch.Generator().manual_seed(seed)
     idx = torch.multinomial(probs, batch_size * num_batches, replacement=True, generator=gen)
     batches = g[idx].reshape(num_batches, batch_size, -1).mean(1)
@@ -279,7 +519,9 @@ def bias_report(
         mc_relative_bias=float((mc_mean - t).norm()) / norm,
         mc_standard_error=math.sqrt(float(var.sum()) / num_batches) / norm,
         variance=float(var.mean()) / norm**2,
-        expected_norm=float(exact_mean.norm()) / norm,
+        kl_behaviour=kl_behaviour,
+        trainer_ratio=trainer_ratio if behaviour_logits is not None else False,
+        max_weight=max_weight,
     )
 
 

@@ -24,6 +24,13 @@ expected gradient, built from :mod:`kl_patches.core`, equals the combination nam
 
 Clamps (``log_ratio_clamp``, ``kl_clamp``) are ignored by the algebra: they bias only where they
 fire, and the verdict says so in a caveat.
+
+Off-policy (samples from a behaviour policy mu): with ``importance_weighting="sequence"`` every
+term of token u carries the prefix weight W_{1:u} = pi(y_{1:u}) / mu(y_{1:u}), and since the
+term depends on y_{1:u} only, E_mu[W_{1:u} * term] = E_pi[term]: the off-policy expected gradient
+is the on-policy one at the current policy, the same basis terms. With ``is_clip=c`` the weight
+is min(W_{1:u}, c), so the expectation runs under the sub-probability min(pi, c * mu) on prefixes
+instead of pi. ``none`` and ``token`` weighting have no such identity off-policy.
 """
 
 from __future__ import annotations
@@ -62,7 +69,8 @@ class Verdict:
     """What a configuration's gradient is, for the sequence-level reverse KL objective."""
 
     unbiased: bool
-    """True when the expected gradient is exactly coef * grad KL(pi || pi_ref) (on-policy)."""
+    """True when the expected gradient is exactly coef * grad KL(pi || pi_ref): on-policy, or,
+    when the verdict was asked with ``off_policy=True``, under samples from a behaviour policy."""
     gradient: str
     """Short name of the expected gradient, e.g. ``reverse_kl``, ``zero``, ``forward_kl_token``."""
     explanation: str
@@ -93,6 +101,10 @@ _LOSS_SIDE = {
     ("k1", "token", "token"): (("reverse_kl_partial", 1.0),),
     ("k2", "token", "token"): (("k2_own_score", 1.0), ("reverse_kl_partial", 1.0)),
     ("k3", "token", "token"): (("reverse_kl_partial", 1.0),),
+    # detached prefix weights are all 1 on-policy: the same path-wise terms as unweighted
+    ("k1", "token", "sequence"): (),
+    ("k2", "token", "sequence"): (("reverse_kl_partial", 1.0),),
+    ("k3", "token", "sequence"): (("forward_kl_token", 1.0),),
     ("k1", "sequence", "none"): (),
     ("k2", "sequence", "none"): (("reverse_kl", 1.0),),
     ("k3", "sequence", "none"): (("forward_kl", 1.0),),
@@ -100,16 +112,24 @@ _LOSS_SIDE = {
 
 
 def expected_terms(config: KLConfig) -> tuple[Term, ...]:
-    """The on-policy expected gradient of ``config`` as merged basis terms."""
+    """The on-policy expected gradient of ``config`` as merged basis terms.
+
+    For ``importance_weighting="sequence"`` these are also the off-policy expected terms when
+    ``is_clip`` is None (see the module docstring). On-policy every prefix weight is 1, so an
+    ``is_clip`` below 1 scales every term by ``is_clip``.
+    """
     raw: list[Term] = []
+    scale = 1.0
+    if config.importance_weighting == "sequence" and config.is_clip is not None:
+        scale = min(1.0, config.is_clip)
     if config.has_reward:
         for basis, w in _REWARD_SIDE[(config.estimator, config.granularity)]:
-            raw.append(Term(basis, w * config.coef, False, "reward"))
+            raw.append(Term(basis, w * config.coef * scale, False, "reward"))
     if config.has_loss:
         normalised = config.loss_aggregation != "sum"
         key = (config.estimator, config.granularity, config.importance_weighting)
         for basis, w in _LOSS_SIDE[key]:
-            raw.append(Term(basis, w * config.loss_coef_value, normalised, "loss"))
+            raw.append(Term(basis, w * config.loss_coef_value * scale, normalised, "loss"))
     merged: dict[tuple[str, bool], float] = {}
     sides: dict[tuple[str, bool], set[str]] = {}
     for t in raw:
@@ -201,6 +221,37 @@ _OFF_POLICY = (
     "unbiased sequence-level reverse-KL gradient; importance_weighting='token' repairs only each "
     "token's own term."
 )
+_OFF_POLICY_FIX = (
+    "importance_weighting='sequence' (per-decision prefix weights pi(y_1..u)/mu(y_1..u) on the "
+    "reward side, and on the loss side of 'both') keeps the on-policy verdict off-policy, so "
+    "k1 in the reward is unbiased with it."
+)
+_OFF_POLICY_SEQUENCE = (
+    "Off-policy with importance_weighting='sequence': each term of token u is weighted by the "
+    "detached prefix weight W_1..u = prod_{s<=u} pi(y_s|s_s)/mu(y_s|s_s), so its expectation under "
+    "the behaviour policy mu equals its expectation under pi; the expected gradient is the "
+    "on-policy one at the current policy. Needs mu > 0 wherever pi > 0, the current policy's "
+    "log-probs at every update, and the penalty form that matches the trainer (trainer_ratio). "
+    "The variance grows with the spread of the weights."
+)
+
+
+def _clip_bias(config: KLConfig) -> str:
+    c = f"{config.is_clip:g}"
+    past = (
+        " With reward_shape='sequence' the past-token terms W_1..t * sum_{u<t} k_u, zero-mean only "
+        "under exact weights, no longer cancel either."
+        if config.has_reward and config.reward_shape == "sequence"
+        else ""
+    )
+    return (
+        f"Biased off-policy: is_clip={c} caps each prefix weight at {c}, so every term of a "
+        f"prefix y_1..u with pi(y_1..u) > {c} * mu(y_1..u) is counted with weight "
+        f"{c} * mu(y_1..u) instead of pi(y_1..u): the expectation runs under min(pi, {c} * mu) on "
+        f"prefixes, which attenuates the terms of prefixes the current policy prefers over the "
+        f"behaviour policy by more than {c}x (mostly long prefixes, where the weights compound) "
+        f"and drops nothing else. Exact where no prefix weight exceeds {c}.{past}"
+    )
 
 
 def _name(terms: tuple[Term, ...]) -> str:
@@ -228,11 +279,20 @@ def verdict(config: KLConfig, *, off_policy: bool = False) -> Verdict:
     """Which gradient ``config`` follows for E[R] - coef * KL(pi || pi_ref).
 
     ``off_policy=True`` describes updates on samples from an older policy (PPO epochs > 1,
-    several mini-batches per batch, asynchronous rollouts); the algebra is on-policy, so the
-    verdict is then never unbiased.
+    several mini-batches per batch, asynchronous rollouts). Then only
+    ``importance_weighting="sequence"`` without ``is_clip`` keeps its on-policy verdict
+    (unbiased when that is); clipped, it is biased and the explanation names the bias;
+    ``none`` and ``token`` weighting are never unbiased off-policy.
     """
     terms = expected_terms(config)
     name = _name(terms)
+    prefix_weighted = config.importance_weighting == "sequence"
+    clipped_off_policy = (
+        off_policy
+        and prefix_weighted
+        and config.is_clip is not None
+        and (config.has_reward or config.has_loss)
+    )
     exact = (
         config.coef > 0
         and len(terms) == 1
@@ -251,8 +311,15 @@ def verdict(config: KLConfig, *, off_policy: bool = False) -> Verdict:
             f"loss_aggregation={config.loss_aggregation!r} divides the loss-side KL by the "
             "response length: a length-normalised KL; use 'sum' for the paper's objective."
         )
-    if off_policy:
-        caveats.append(_OFF_POLICY)
+    if off_policy and prefix_weighted:
+        caveats.append(_OFF_POLICY_SEQUENCE)
+    elif off_policy:
+        caveats.append(_OFF_POLICY + " " + _OFF_POLICY_FIX)
+    if prefix_weighted and config.is_clip is not None and config.is_clip < 1:
+        caveats.append(
+            f"is_clip={config.is_clip:g} < 1 caps even the on-policy weights (all 1): every term "
+            f"is scaled by {config.is_clip:g}."
+        )
 
     if config.placement == "none" or (not config.has_reward and not config.has_loss):
         explanation = (
@@ -266,9 +333,15 @@ def verdict(config: KLConfig, *, off_policy: bool = False) -> Verdict:
             explanation += " Terms: " + ", ".join(
                 f"{t.coef:+g}*{t.basis}{'/length' if t.length_normalised else ''}" for t in terms
             )
+    if clipped_off_policy:
+        explanation += " " + _clip_bias(config)
+        name += "_clipped"
     advice = _advice(config, name, exact)
+    if off_policy and not (prefix_weighted and exact and not clipped_off_policy):
+        advice = _off_policy_advice(config, clipped_off_policy, advice)
+    unbiased_off_policy = prefix_weighted and config.is_clip is None
     return Verdict(
-        unbiased=exact and not off_policy,
+        unbiased=exact and (not off_policy or unbiased_off_policy),
         gradient=name,
         explanation=explanation,
         advice=advice,
@@ -300,6 +373,21 @@ def _advice(config: KLConfig, name: str, exact: bool) -> str:
     return f"Use {fix} (or the same estimator in both places with one coefficient and a sum)."
 
 
+def _off_policy_advice(config: KLConfig, clipped: bool, on_policy_advice: str) -> str:
+    coef = config.coef if config.coef > 0 else 0.05
+    fix = f"KLConfig.parse('k1-in-reward', coef={coef:g}, importance_weighting='sequence')"
+    if clipped:
+        return (
+            "Set is_clip=None for an unbiased gradient (higher variance), or keep the clip and "
+            f"accept its bias. On-policy: {on_policy_advice}"
+        )
+    return (
+        f"Off-policy, use {fix} with the behaviour policy's log-probs "
+        "(core.reward_penalty(..., behaviour_logp=...), recomputed at every update). "
+        f"On-policy: {on_policy_advice}"
+    )
+
+
 def table1(coef: float = 1.0) -> list[tuple[KLConfig, Verdict]]:
     """The paper's grid (plus k2 and both-placement rows) with their verdicts."""
     rows = [
@@ -324,8 +412,12 @@ def describe(config: KLConfig) -> str:
         extras.append(f"{config.granularity} granularity")
     if config.has_loss and config.loss_aggregation != "sum":
         extras.append(config.loss_aggregation)
-    if config.importance_weighting != "none":
+    if config.importance_weighting == "token":
         extras.append("importance-weighted")
+    if config.importance_weighting == "sequence":
+        extras.append("prefix-weighted")
+    if config.is_clip is not None:
+        extras.append(f"is_clip={config.is_clip:g}")
     if config.loss_coef is not None:
         extras.append(f"loss_coef={config.loss_coef:g}")
     return label + (f" ({', '.join(extras)})" if extras else "")

@@ -128,3 +128,60 @@ def test_grid_is_large_and_valid() -> None:
     grid = all_configs()
     assert len(grid) > 150
     assert len(set(grid)) == len(grid)
+
+
+# ------------------------------------------------------------------ off-policy weighting
+def test_sequence_weighting_is_valid_on_the_reward_side_and_both() -> None:
+    for place in ("reward", "both"):
+        for shape in ("sequence", "reward_to_go"):
+            c = KLConfig(placement=place, importance_weighting="sequence", reward_shape=shape)
+            assert c.importance_weighting == "sequence" and c.is_clip is None
+    c = KLConfig(importance_weighting="sequence", is_clip=2)
+    assert c.is_clip == 2.0 and isinstance(c.is_clip, float)
+    assert "importance_weighting=sequence" in str(c) and "is_clip=2" in str(c)
+    both = KLConfig.parse("k3-in-both", importance_weighting="sequence", is_clip=1.5)
+    assert str(both).count("importance_weighting=sequence") == 1
+    assert KLConfig.from_dict(both.to_dict()) == both
+    assert list(both.to_dict())[-1] == "is_clip"  # appended: earlier fields keep their order
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needles"),
+    [
+        (
+            {"placement": "loss", "importance_weighting": "sequence"},
+            ["placement='loss'", "'reward'", "'both'", "importance_weighting='token'"],
+        ),
+        ({"placement": "none", "importance_weighting": "sequence"}, ["placement='none'"]),
+        (
+            {"importance_weighting": "sequence", "granularity": "sequence"},
+            ["granularity='token'"],
+        ),
+        ({"is_clip": 2.0}, ["is_clip", "'sequence'"]),
+        (
+            {"placement": "loss", "importance_weighting": "token", "is_clip": 2.0},
+            ["is_clip", "'sequence'"],
+        ),
+    ],
+)
+def test_sequence_weighting_conflicts_name_the_valid_choices(
+    kwargs: dict, needles: list[str]
+) -> None:
+    with pytest.raises(ValueError) as err:
+        KLConfig(**kwargs)
+    for needle in needles:
+        assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "2", True])
+def test_bad_is_clip(bad: object) -> None:
+    with pytest.raises(ValueError, match="is_clip"):
+        KLConfig(importance_weighting="sequence", is_clip=bad)  # type: ignore[arg-type]
+
+
+def test_grid_has_the_sequence_weighted_configs() -> None:
+    grid = all_configs()
+    weighted = [c for c in grid if c.importance_weighting == "sequence"]
+    assert {c.placement for c in weighted} == {"reward", "both"}
+    assert {c.is_clip for c in weighted} == {None, 2.0, 0.5}
+    assert all(c.is_clip is None for c in grid if c.importance_weighting != "sequence")

@@ -202,8 +202,11 @@ def _verdict_line(entry: AuditEntry) -> str:
     if not entry.kl_on:
         return "no KL gradient (KL off)."
     head = "unbiased" if v.unbiased else "BIASED"
-    if v.unbiased and entry.reading.off_policy:
+    off = entry.reading.off_policy
+    if v.unbiased and off and not verdict(entry.reading.config, off_policy=True).unbiased:
         head += " on-policy (this run is off-policy: see findings)"
+    elif v.unbiased and off:
+        head += " off-policy too (prefix importance weights)"
     return f"{v.gradient}: {head}. {v.explanation}"
 
 

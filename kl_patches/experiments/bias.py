@@ -5,17 +5,26 @@ On a seeded tabular autoregressive policy (:mod:`kl_patches.oracle`), for the pa
 exact relative bias against the sequence-level reverse-KL gradient, the cosine, the Monte-Carlo
 bias of the mean of N batch estimates with its standard error, and the per-coordinate variance.
 ``--plot FILE.png`` draws bias and variance against the sequence length (like the paper's Fig. 1).
+
+``--off-policy`` samples from a behaviour policy mu at several levels of KL(mu || pi) per token
+and compares unweighted, token-weighted, sequence-weighted (per-decision prefix weights) and
+clipped sequence-weighted configurations inside a PPO-ratio (default) or REINFORCE trainer;
+``--plot`` then draws bias and variance against the sequence length and against the level.
+
+Round-off stays out of the printed tables: an exact bias below 1e-12 prints as ``<1e-12`` and
+the cosine of a zero expected gradient as ``-``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import asdict
 
 from kl_patches.config import KLConfig
 from kl_patches.experiments.progress import progress
-from kl_patches.oracle import BiasReport, bias_report, make_problem
+from kl_patches.oracle import BiasReport, behaviour_at_level, bias_report, make_problem
 from kl_patches.theory import describe, verdict
 
 
@@ -33,6 +42,15 @@ def paper_grid(coef: float = 1.0) -> list[KLConfig]:
         KLConfig.parse("k2-in-loss", coef=coef, granularity="sequence"),
         KLConfig.parse("k3-in-loss", coef=coef, importance_weighting="token"),
     ]
+
+
+def _bias(x: float) -> str:
+    """An exact relative bias; below 1e-12 it is float round-off and prints as such."""
+    return "<1e-12" if x < 1e-12 else f"{x:.2e}"
+
+
+def _cosine(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.3f}"
 
 
 def label(config: KLConfig) -> str:
@@ -60,23 +78,6 @@ def run_table(
     ]
 
 
-NUMERICAL_ZERO = 1e-12
-"""Relative size below which an exact quantity is round-off: printed as such, not as digits."""
-
-
-def _bias_cell(r: BiasReport, width: int = 0) -> str:
-    if r.exact_relative_bias < NUMERICAL_ZERO:
-        return f"{'<1e-12':>{width}}"
-    return f"{r.exact_relative_bias:{width}.2e}"
-
-
-def _cosine_cell(r: BiasReport, width: int = 0) -> str:
-    """The cosine, or ``-`` when the expected gradient is numerically zero (no direction)."""
-    if r.expected_norm < NUMERICAL_ZERO:
-        return f"{'-':>{width}}"
-    return f"{r.cosine:{width}.3f}"
-
-
 def format_table(reports: list[BiasReport]) -> str:
     """Fixed-width text table of the reports."""
     head = (
@@ -86,9 +87,9 @@ def format_table(reports: list[BiasReport]) -> str:
     lines = [head, "-" * len(head)]
     for r in reports:
         lines.append(
-            f"{label(r.config):44} {verdict(r.config).gradient:28} {_bias_cell(r, 10)} "
-            f"{_cosine_cell(r, 7)} {r.mc_relative_bias:8.3f} {r.mc_standard_error:8.3f} "
-            f"{r.variance:9.3e}"
+            f"{label(r.config):44} {verdict(r.config).gradient:28} "
+            f"{_bias(r.exact_relative_bias):>10} {_cosine(r.cosine):>7} "
+            f"{r.mc_relative_bias:8.3f} {r.mc_standard_error:8.3f} {r.variance:9.3e}"
         )
     lines.append(
         "exact bias = ||E[g] - coef*grad KL(pi||pi_ref)|| / ||coef*grad KL||, by enumeration; "
@@ -107,9 +108,9 @@ def format_markdown(reports: list[BiasReport]) -> str:
     ]
     for r in reports:
         lines.append(
-            f"| {label(r.config)} | `{verdict(r.config).gradient}` | {_bias_cell(r)} "
-            f"| {_cosine_cell(r)} | {r.mc_relative_bias:.3f} | {r.mc_standard_error:.3f} "
-            f"| {r.variance:.3e} |"
+            f"| {label(r.config)} | `{verdict(r.config).gradient}` | "
+            f"{_bias(r.exact_relative_bias)} | {_cosine(r.cosine)} | {r.mc_relative_bias:.3f} "
+            f"| {r.mc_standard_error:.3f} | {r.variance:.3e} |"
         )
     return "\n".join(lines)
 
@@ -155,6 +156,242 @@ def plot_sweep(reports: list[BiasReport], path: str) -> None:
     plt.close(fig)
 
 
+# ---------------------------------------------------------------------------- off-policy
+LEVELS = (0.01, 0.05, 0.2)
+"""KL(mu || pi) per token of the behaviour policies the off-policy table compares."""
+CLIPS = (1.0, 2.0, 5.0)
+"""``is_clip`` values of the clipped sequence-weighted rows."""
+
+
+def off_policy_grid(coef: float = 1.0, clips: tuple[float, ...] = CLIPS) -> list[KLConfig]:
+    """Unweighted, token-weighted, sequence-weighted and clipped configurations."""
+    seq = {"importance_weighting": "sequence", "coef": coef}
+    rtg = {"reward_shape": "reward_to_go"}
+    return [
+        KLConfig.parse("k1-in-reward", coef=coef),
+        KLConfig.parse("k1-in-reward", coef=coef, **rtg),
+        KLConfig.parse("k3-in-loss", coef=coef, importance_weighting="token"),
+        KLConfig.parse("k3-in-both", coef=coef, importance_weighting="token"),
+        KLConfig.parse("k1-in-reward", **seq),
+        KLConfig.parse("k1-in-reward", **seq, **rtg),
+        KLConfig.parse("k3-in-both", **seq, **rtg),
+        *(KLConfig.parse("k1-in-reward", **seq, **rtg, is_clip=c) for c in clips),
+    ]
+
+
+def weighting(config: KLConfig) -> str:
+    """``none``, ``token``, ``sequence`` or ``sequence c=...`` (the table's weighting column)."""
+    if config.importance_weighting == "sequence" and config.is_clip is not None:
+        return f"sequence c={config.is_clip:g}"
+    return config.importance_weighting
+
+
+def run_off_policy(
+    vocab: int = 3,
+    length: int = 4,
+    levels: tuple[float, ...] = LEVELS,
+    seed: int = 0,
+    batch_size: int = 16,
+    num_batches: int = 400,
+    trainer_ratio: bool = True,
+    clips: tuple[float, ...] = CLIPS,
+    show_progress: bool = True,
+) -> list[BiasReport]:
+    """One report per (level, configuration of :func:`off_policy_grid`), levels in order.
+
+    The behaviour policy of each level is :func:`kl_patches.oracle.behaviour_at_level` with
+    noise seed ``seed + 1``; sampling for the Monte-Carlo columns uses ``seed``.
+    """
+    enum, logits, ref = make_problem(vocab, length, seed)
+    grid = off_policy_grid(clips=clips)
+    jobs = [(level, c) for level in levels for c in grid]
+    behaviours = {level: behaviour_at_level(enum, logits, level, seed + 1)[0] for level in levels}
+    return [
+        bias_report(
+            c,
+            enum,
+            logits,
+            ref,
+            batch_size,
+            num_batches,
+            seed,
+            behaviour_logits=behaviours[level],
+            trainer_ratio=trainer_ratio,
+        )
+        for level, c in progress(jobs, len(jobs), "off-policy bias", show_progress)
+    ]
+
+
+def format_off_policy_table(reports: list[BiasReport]) -> str:
+    """Fixed-width text table, one block per behaviour policy."""
+    head = (
+        f"{'configuration':57} {'weighting':14} {'exact bias':>10} {'cosine':>7} "
+        f"{'MC bias':>8} {'MC s.e.':>8} {'variance':>9}"
+    )
+    lines: list[str] = []
+    for kl, group in _by_behaviour(reports):
+        r0 = group[0]
+        lines += [
+            "",
+            f"KL(mu||pi) = {kl:.4g} ({kl / r0.length:.4g} per token), T={r0.length}, largest "
+            f"prefix weight {r0.max_weight:.3g}, "
+            f"{'PPO-ratio' if r0.trainer_ratio else 'REINFORCE'} trainer",
+            head,
+            "-" * len(head),
+        ]
+        for r in group:
+            lines.append(
+                f"{label(r.config):57} {weighting(r.config):14} "
+                f"{_bias(r.exact_relative_bias):>10} {_cosine(r.cosine):>7} "
+                f"{r.mc_relative_bias:8.3f} {r.mc_standard_error:8.3f} {r.variance:9.3e}"
+            )
+    lines.append(
+        "exact bias = ||E_mu[g] - coef*grad KL(pi||pi_ref)|| / ||coef*grad KL|| by enumeration "
+        "(samples from mu); MC columns from the mean of N batch estimates; variance per "
+        "coordinate of one batch estimate / ||grad KL||^2."
+    )
+    return "\n".join(lines[1:])
+
+
+def format_off_policy_markdown(reports: list[BiasReport]) -> str:
+    """The off-policy table as Markdown, one row per (behaviour policy, configuration)."""
+    lines = [
+        "| KL(mu\\|\\|pi) per token | configuration | weighting | exact bias | cosine | MC bias "
+        "| MC s.e. | variance |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kl, group in _by_behaviour(reports):
+        for r in group:
+            lines.append(
+                f"| {kl / r.length:.4g} | {label(r.config)} | {weighting(r.config)} | "
+                f"{_bias(r.exact_relative_bias)} | {_cosine(r.cosine)} | "
+                f"{r.mc_relative_bias:.3f} | {r.mc_standard_error:.3f} | {r.variance:.3e} |"
+            )
+    return "\n".join(lines)
+
+
+def _by_behaviour(reports: list[BiasReport]) -> list[tuple[float, list[BiasReport]]]:
+    groups: dict[tuple[int, float], list[BiasReport]] = {}
+    for r in reports:
+        groups.setdefault((r.length, r.kl_behaviour), []).append(r)
+    return [(kl, g) for (_, kl), g in groups.items()]
+
+
+def run_off_policy_sweep(
+    vocab: int = 3,
+    lengths: tuple[int, ...] = (1, 2, 3, 4, 5, 6),
+    level: float = 0.05,
+    seed: int = 0,
+    batch_size: int = 16,
+    num_batches: int = 200,
+    trainer_ratio: bool = True,
+    clips: tuple[float, ...] = CLIPS,
+    show_progress: bool = True,
+) -> list[BiasReport]:
+    """Reports for every configuration at every sequence length, at one level per token."""
+    out: list[BiasReport] = []
+    for t in progress(lengths, len(lengths), "lengths", show_progress):
+        out += run_off_policy(
+            vocab, t, (level,), seed, batch_size, num_batches, trainer_ratio, clips, False
+        )
+    return out
+
+
+def plot_off_policy(by_length: list[BiasReport], by_level: list[BiasReport], path: str) -> None:
+    """Bias and variance against T (top) and against KL(mu || pi) per token (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    panels = [
+        (by_length, lambda r: r.length, "sequence length T"),
+        (by_level, lambda r: r.kl_behaviour / r.length, "KL(mu||pi) per token"),
+    ]
+    for row, (reports, x_of, xlabel) in enumerate(panels):
+        names = list(dict.fromkeys(f"{label(r.config)}" for r in reports))
+        for name in names:
+            rows = [r for r in reports if label(r.config) == name]
+            xs = [x_of(r) for r in rows]
+            kind = weighting(rows[0].config)
+            style = "-" if kind.startswith("sequence") else ":"
+            biases = [max(r.exact_relative_bias, 1e-13) for r in rows]  # round-off floor
+            axes[row][0].plot(xs, biases, style, marker="o", label=name)
+            axes[row][1].plot(xs, [r.variance for r in rows], style, marker="o", label=name)
+        axes[row][0].axhline(1e-12, color="grey", lw=0.8, ls="--")
+        axes[row][0].text(
+            0.01,
+            1.5e-12,
+            "below: float round-off (shown at 1e-13)",
+            fontsize=7,
+            color="grey",
+            transform=axes[row][0].get_yaxis_transform(),
+        )
+        axes[row][0].set(xlabel=xlabel, ylabel="relative bias (exact)", yscale="log")
+        axes[row][1].set(xlabel=xlabel, ylabel="variance / ||grad KL||^2", yscale="log")
+        if row == 1:
+            axes[row][0].set_xscale("log")
+            axes[row][1].set_xscale("log")
+    r0, r1 = by_length[0], by_level[0]
+    axes[0][0].set_title(f"Off-policy bias vs T (KL(mu||pi)/T = {r0.kl_behaviour / r0.length:.3g})")
+    axes[0][1].set_title("Per-coordinate variance of a batch estimate")
+    axes[1][0].set_title(f"Off-policy bias vs KL(mu||pi) per token (T = {r1.length})")
+    axes[1][1].set_title("Per-coordinate variance of a batch estimate")
+    axes[0][1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.01,0.05; got {text!r}") from err
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers; got {text!r}")
+    return values
+
+
+def _off_policy_main(args: argparse.Namespace) -> int:
+    ppo = args.trainer == "ppo"
+    reports = run_off_policy(
+        args.vocab,
+        args.length,
+        args.levels,
+        args.seed,
+        args.batch_size,
+        args.num_batches,
+        ppo,
+        args.clips,
+        not args.quiet,
+    )
+    if args.json:
+        print(json.dumps([_as_json(r) for r in reports], indent=2))
+    elif args.markdown:
+        print(format_off_policy_markdown(reports))
+    else:
+        print(
+            f"off-policy: V={args.vocab}, T={args.length}, seed={args.seed}, "
+            f"batch={args.batch_size}, N={args.num_batches} batches, {args.trainer} trainer"
+        )
+        print(format_off_policy_table(reports))
+    if args.plot:
+        sweep = run_off_policy_sweep(
+            args.vocab,
+            level=args.levels[len(args.levels) // 2],
+            seed=args.seed,
+            batch_size=args.batch_size,
+            trainer_ratio=ppo,
+            clips=args.clips,
+            show_progress=not args.quiet,
+        )
+        plot_off_policy(sweep, reports, args.plot)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``kl-patches bias``."""
     parser = argparse.ArgumentParser(prog="kl-patches bias", description=__doc__.split("\n")[0])
@@ -167,9 +404,31 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--off-policy",
+        action="store_true",
+        help="samples from a behaviour policy mu: none / token / sequence / clipped weighting",
+    )
+    parser.add_argument(
+        "--levels",
+        type=_floats,
+        default=LEVELS,
+        help="with --off-policy: KL(mu||pi) per token of each behaviour policy (0.01,0.05,0.2)",
+    )
+    parser.add_argument(
+        "--clips", type=_floats, default=CLIPS, help="with --off-policy: is_clip values (1,2,5)"
+    )
+    parser.add_argument(
+        "--trainer",
+        choices=("ppo", "reinforce"),
+        default="ppo",
+        help="with --off-policy: PPO-ratio (default) or REINFORCE trainer form",
+    )
     args = parser.parse_args(argv)
     if args.vocab < 2 or args.length < 1 or args.vocab**args.length > 20000:
         parser.error("need V >= 2, T >= 1 and V**T <= 20000 (every sequence is enumerated)")
+    if args.off_policy:
+        return _off_policy_main(args)
     reports = run_table(
         args.vocab, args.length, args.seed, args.batch_size, args.num_batches, not args.quiet
     )
@@ -197,4 +456,7 @@ def _as_json(r: BiasReport) -> dict[str, object]:
     d["config"] = r.config.to_dict()
     d["label"] = label(r.config)
     d["gradient"] = verdict(r.config).gradient
+    d["weighting"] = weighting(r.config)
+    if math.isnan(r.cosine):
+        d["cosine"] = None  # a zero expected gradient has no direction (strict JSON: no NaN)
     return d

@@ -6,7 +6,9 @@ reward/loss/both, token and sequence k2 in the loss, and no KL), beta and seed, 
 exact expected reward, reverse KL, regularised objective E[R] - beta * KL(pi || pi_ref) and
 forward KL (final and best over training, mean +- std over seeds) next to the exact optimum.
 ``--off-policy`` runs several mini-batch updates per sampled batch and compares each loss-side
-configuration with and without ``importance_weighting='token'``. ``--plot DIR`` draws the curves.
+configuration with and without ``importance_weighting='token'``, and k1 in the reward and k3 in
+both places with ``importance_weighting='sequence'`` (per-decision prefix weights, ``[seq-iw]``),
+unclipped and clipped (``c=...``). ``--plot DIR`` draws the curves.
 The training loop is in :mod:`kl_patches.experiments.reproduce_train`, tables and plots in
 :mod:`kl_patches.experiments.reproduce_report`.
 """
@@ -58,6 +60,10 @@ def _iw(name: str) -> Callable[[float], KLConfig]:
     return lambda b: KLConfig.parse(name, coef=b, importance_weighting="token")
 
 
+def _seq_iw(name: str, clip: float | None = None) -> Callable[[float], KLConfig]:
+    return lambda b: KLConfig.parse(name, coef=b, importance_weighting="sequence", is_clip=clip)
+
+
 OFF_POLICY_GRID: list[GridEntry] = [
     ("k1-in-reward", lambda b: KLConfig.parse("k1-in-reward", coef=b)),
     ("k3-in-loss", lambda b: KLConfig.parse("k3-in-loss", coef=b)),
@@ -66,9 +72,14 @@ OFF_POLICY_GRID: list[GridEntry] = [
     ("k1-in-loss [iw]", _iw("k1-in-loss")),
     ("k3-in-both", lambda b: KLConfig.parse("k3-in-both", coef=b)),
     ("k3-in-both [iw]", _iw("k3-in-both")),
+    ("k1-in-reward [seq-iw]", _seq_iw("k1-in-reward")),
+    ("k1-in-reward [seq-iw c=1]", _seq_iw("k1-in-reward", 1.0)),
+    ("k1-in-reward [seq-iw c=2]", _seq_iw("k1-in-reward", 2.0)),
+    ("k3-in-both [seq-iw]", _seq_iw("k3-in-both")),
     ("none", lambda b: KLConfig(placement="none", coef=b)),
 ]
-"""The off-policy comparison: each loss-side configuration with and without token IS weights."""
+"""The off-policy comparison: each loss-side configuration with and without token IS weights,
+and the reward-side ones with and without per-decision prefix weights (unclipped, clipped)."""
 
 Job = tuple[str, KLConfig, ToyTask, TrainSettings, int, tuple[float, ...]]
 

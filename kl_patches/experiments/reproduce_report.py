@@ -88,8 +88,9 @@ def summarise(runs: list[RunResult], betas: tuple[float, ...]) -> list[Row]:
 
 def format_table(rows: list[Row]) -> str:
     """Fixed-width text table, one block per beta."""
+    width = max([22, *(len(r.name) for r in rows)])
     head = (
-        f"{'beta':>5} {'configuration':22} {'final E[R]':>13} {'final KL':>13} "
+        f"{'beta':>5} {'configuration':{width}} {'final E[R]':>13} {'final KL':>13} "
         f"{'final obj':>13} {'best obj':>13} {'fwd KL':>13} {'optimum':>8}"
     )
     lines = [head, "-" * len(head)]
@@ -99,7 +100,7 @@ def format_table(rows: list[Row]) -> str:
             lines.append("")
         last_beta = r.beta
         lines.append(
-            f"{r.beta:5g} {r.name:22} {r.reward!s:>13} {r.reverse_kl!s:>13} "
+            f"{r.beta:5g} {r.name:{width}} {r.reward!s:>13} {r.reverse_kl!s:>13} "
             f"{r.objective!s:>13} {r.best_objective!s:>13} {r.forward_kl!s:>13} {r.optimum:8.3f}"
         )
     lines.append(
@@ -166,17 +167,27 @@ def summary_lines(rows: list[Row], off_policy: bool = False) -> list[str]:
         ranking = " > ".join(f"{r.name} ({r.objective.mean:.3f})" for r in group)
         out.append(f"  beta={beta:g} (optimum {group[0].optimum:.3f}): {ranking}")
     if off_policy:
-        out.append("What importance_weighting='token' changes (final objective, final KL):")
         by_key = {(r.name, r.beta): r for r in rows}
-        for (name, beta), r in by_key.items():
-            weighted = by_key.get((f"{name} [iw]", beta))
-            if weighted is None:
+        for tag, what in (
+            ("[iw]", "importance_weighting='token'"),
+            ("[seq-iw]", "importance_weighting='sequence'"),
+            ("[seq-iw c=1]", "importance_weighting='sequence', is_clip=1"),
+            ("[seq-iw c=2]", "importance_weighting='sequence', is_clip=2"),
+        ):
+            pairs = [
+                (name, beta, r, by_key[(f"{name} {tag}", beta)])
+                for (name, beta), r in by_key.items()
+                if (f"{name} {tag}", beta) in by_key
+            ]
+            if not pairs:
                 continue
-            out.append(
-                f"  beta={beta:g} {name:12} objective {r.objective.mean:7.3f} -> "
-                f"{weighted.objective.mean:7.3f}, KL {r.reverse_kl.mean:6.3f} -> "
-                f"{weighted.reverse_kl.mean:6.3f}"
-            )
+            out.append(f"What {what} changes (final objective, final KL):")
+            for name, beta, r, weighted in pairs:
+                out.append(
+                    f"  beta={beta:g} {name:12} objective {r.objective.mean:7.3f} -> "
+                    f"{weighted.objective.mean:7.3f}, KL {r.reverse_kl.mean:6.3f} -> "
+                    f"{weighted.reverse_kl.mean:6.3f}"
+                )
     return out
 
 
@@ -196,7 +207,8 @@ def plot_runs(
     folder.mkdir(parents=True, exist_ok=True)
     stem = "reproduce_offpolicy" if off_policy else "reproduce"
     names = list(dict.fromkeys(r.name for r in runs))
-    colours = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(names)}
+    palette, size = ("tab10", 10) if len(names) <= 10 else ("tab20", 20)
+    colours = {n: plt.get_cmap(palette)(i % size) for i, n in enumerate(names)}
     metrics = ("E[R]", "KL(pi||pi_ref)", "E[R] - beta*KL", "KL(pi_ref||pi)")
     fig, axes = plt.subplots(
         len(betas), 4, figsize=(17, 3.2 * len(betas)), squeeze=False, sharex=True

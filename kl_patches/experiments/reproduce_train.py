@@ -17,6 +17,12 @@ token ratio pi/pi_old with PPO clipping (as the libraries do), and the loss-side
 pi/pi_old only when the configuration asks for ``importance_weighting='token'``. With one update
 per batch the ratio is 1 and the gradient is plain on-policy REINFORCE.
 
+``importance_weighting='sequence'`` needs the current policy in its penalty, so that penalty is
+recomputed at every update for the whole sampled batch (``core.reward_penalty`` with the
+sampling policy as ``behaviour_logp`` and ``trainer_ratio=True``, the PPO-ratio form), a
+per-token value, and the leave-one-out baseline is taken per position over the batch. At the
+first update of a batch every weight is 1 and it equals the unweighted update.
+
 The exact optimum of the regularised objective is known in closed form on this task:
 pi*(y) ~ pi_ref(y) exp(R(y) / beta), with value beta * log E_ref[exp(R / beta)].
 """
@@ -249,20 +255,43 @@ def policy_loss(
 ) -> torch.Tensor:
     """Policy-gradient surrogate plus the KL loss term, for one mini-batch ``[B, T]``.
 
-    ``advantage`` already contains the reward-side KL penalty (subtracted before the baseline).
+    ``advantage`` already contains the reward-side KL penalty (subtracted before the baseline):
+    ``[B]`` (one value per sequence) or ``[B, T]`` (one per token).
     """
     mask = torch.ones_like(logp, dtype=torch.bool)
     ratio = torch.exp(logp - old_logp)
-    adv = advantage.unsqueeze(-1)
+    adv = advantage.unsqueeze(-1) if advantage.dim() == 1 else advantage
     surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
     pg = -surrogate.sum(-1).mean()
     return pg + core.loss_term(logp, ref_logp, mask, config, old_logp=old_logp)
 
 
 def leave_one_out(shaped: torch.Tensor) -> torch.Tensor:
-    """shaped_i - mean_{j != i} shaped_j (the RLOO advantage)."""
+    """shaped_i - mean_{j != i} shaped_j (the RLOO advantage), over the first dimension."""
     n = shaped.shape[0]
-    return shaped - (shaped.sum() - shaped) / (n - 1)
+    return shaped - (shaped.sum(0) - shaped) / (n - 1)
+
+
+def batch_advantage(
+    config: KLConfig,
+    logp_now: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    reward: torch.Tensor,
+) -> torch.Tensor:
+    """Leave-one-out advantage of a sampled batch, the reward-side KL subtracted first.
+
+    Unweighted configs: ``[B]``, the penalty from the sampling policy's log-probs ``old_logp``
+    (fixed for the batch). ``importance_weighting='sequence'``: ``[B, T]``, the prefix-weighted
+    penalty from the current log-probs ``logp_now`` (PPO-ratio form), baselined per position.
+    """
+    mask = torch.ones_like(old_logp, dtype=torch.bool)
+    if config.importance_weighting == "sequence":
+        penalty = core.reward_penalty(
+            logp_now.detach(), ref_logp, mask, config, behaviour_logp=old_logp, trainer_ratio=True
+        )
+        return leave_one_out(reward.unsqueeze(-1) - penalty)
+    return leave_one_out(reward - core.reward_penalty(old_logp, ref_logp, mask, config))
 
 
 def train(
@@ -318,9 +347,14 @@ def _train(
             probs = all_logp.detach().sum(-1).exp()
             idx = torch.multinomial(probs, k * bsz, replacement=True, generator=gen)
             old_logp = all_logp.detach()[idx]
-            mask = torch.ones_like(old_logp, dtype=torch.bool)
-            penalty = core.reward_penalty(old_logp, problem.ref_logp[idx], mask, config)
-            advantage = leave_one_out(problem.reward[idx] - penalty)
+            advantage = batch_advantage(
+                config, old_logp, old_logp, problem.ref_logp[idx], problem.reward[idx]
+            )
+        elif config.importance_weighting == "sequence":  # its penalty follows the policy
+            assert idx is not None and old_logp is not None
+            advantage = batch_advantage(
+                config, all_logp[idx], old_logp, problem.ref_logp[idx], problem.reward[idx]
+            )
         assert idx is not None and old_logp is not None and advantage is not None
         part = slice((step % k) * bsz, (step % k + 1) * bsz)
         sel = idx[part]

@@ -41,3 +41,18 @@ def test_descriptors_import_no_training_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_prefix_importance_weights_are_refused_clearly() -> None:
+    """The kernel has importance_weighting='sequence'; no adapter runs it yet, so each says so
+    instead of running it unweighted."""
+    from kl_patches.adapters.openrlhf import is_native, to_args
+    from kl_patches.adapters.verl import to_overrides
+    from kl_patches.config import KLConfig
+
+    config = KLConfig(importance_weighting="sequence")
+    with pytest.raises(ValueError, match="not supported by the verl adapter yet"):
+        to_overrides(config)
+    with pytest.raises(ValueError, match="not supported by the openrlhf adapter yet"):
+        to_args(config)
+    assert not is_native(config)

@@ -27,6 +27,7 @@ from kl_patches.experiments.reproduce_train import (
     TabularModel,
     ToyTask,
     TrainSettings,
+    batch_advantage,
     exact_metrics,
     leave_one_out,
     make_toy,
@@ -34,6 +35,7 @@ from kl_patches.experiments.reproduce_train import (
     policy_loss,
     train,
 )
+from kl_patches.oracle import behaviour_policy
 
 SHORT = TrainSettings(steps=20, batch_size=8)
 
@@ -191,3 +193,101 @@ def test_bad_input_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["--vocab", "50", "--length", "9"])
     assert "vocab**length" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        KLConfig.parse("k1-in-reward", coef=0.3, importance_weighting="sequence"),
+        KLConfig.parse("k1-in-reward", coef=0.3, importance_weighting="sequence", is_clip=1.0),
+        KLConfig.parse("k3-in-both", coef=0.3, importance_weighting="sequence"),
+        KLConfig.parse("k1-in-reward", coef=0.3),
+        KLConfig.parse("k3-in-both", coef=0.3, importance_weighting="token"),
+    ],
+    ids=str,
+)
+def test_the_off_policy_update_follows_the_oracle(cfg: KLConfig) -> None:
+    # The training loss of one mini-batch of two sequences drawn from a behaviour policy mu,
+    # averaged over every such batch with its exact probability, against the oracle's expected
+    # gradient of the PPO-ratio trainer under mu (the clip range set wide: PPO's own clipping
+    # is a separate bias the oracle does not model). The baseline drops out in expectation.
+    problem = make_toy(ToyTask(vocab=2, length=3))
+    model, ref_model = problem.model, problem.ref_model
+    assert isinstance(model, TabularModel) and isinstance(ref_model, TabularModel)
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        model.logits.add_(0.7 * torch.randn(model.logits.shape, generator=gen, dtype=torch.float64))
+    mu = behaviour_policy(model.logits.detach(), 1.0, seed=3)
+    mu_logp = problem.enum.token_logp(mu)
+    mu_probs = mu_logp.sum(-1).exp()
+    all_logp = model.all_token_logp()
+    n = mu_probs.shape[0]
+    expected = torch.zeros_like(model.logits)
+    for i in range(n):
+        for j in range(n):
+            idx = torch.tensor([i, j])
+            old, ref = mu_logp[idx], problem.ref_logp[idx]
+            adv = batch_advantage(cfg, all_logp[idx], old, ref, problem.reward[idx])
+            loss = policy_loss(cfg, all_logp[idx], old, ref, adv, clip=1e9)
+            (grad,) = torch.autograd.grad(loss, model.logits, retain_graph=True)
+            expected += mu_probs[i] * mu_probs[j] * grad
+    oracle = problem.enum.off_policy_gradient(
+        cfg,
+        model.logits.detach(),
+        ref_model.logits.detach(),
+        mu,
+        trainer_ratio=True,
+        reward=problem.reward,
+    )
+    assert torch.allclose(expected, oracle, atol=1e-12, rtol=1e-9)
+
+
+def test_sequence_weighting_is_the_unweighted_update_on_policy() -> None:
+    """One update per batch: every prefix weight is 1, so the run is the unweighted run."""
+    beta = 0.3
+    plain = train("a", KLConfig(coef=beta), ToyTask(), SHORT, seed=1)
+    cfg = KLConfig(coef=beta, importance_weighting="sequence")
+    weighted = train("b", cfg, ToyTask(), SHORT, seed=1)
+    assert weighted.objective(beta) == pytest.approx(plain.objective(beta), rel=1e-9, abs=1e-12)
+    off = train("c", cfg, ToyTask(), TrainSettings(steps=20, batch_size=8, updates_per_batch=4), 1)
+    assert off.objective(beta) != pytest.approx(weighted.objective(beta), rel=1e-6)
+
+
+def test_off_policy_grid_has_the_prefix_weighted_rows() -> None:
+    made = {name: make(0.1) for name, make in OFF_POLICY_GRID}
+    seq = {n: c for n, c in made.items() if c.importance_weighting == "sequence"}
+    assert {c.is_clip for c in seq.values()} == {None, 1.0, 2.0}
+    for name, c in seq.items():
+        assert (
+            name.split(" [")[0] in made and made[name.split(" [")[0]].importance_weighting == "none"
+        )
+        assert ("c=" in name) == (c.is_clip is not None)
+
+
+def test_prefix_weighted_penalty_is_recomputed_at_every_update(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its penalty depends on the current policy: the loop refreshes it before each update, and
+    computes an unweighted one once per sampled batch."""
+    from kl_patches.experiments import reproduce_train
+
+    calls: list[tuple[torch.Tensor, torch.Tensor]] = []
+    original = reproduce_train.batch_advantage
+
+    def spy(config, logp_now, old_logp, ref_logp, reward):  # type: ignore[no-untyped-def]
+        calls.append((logp_now.detach().clone(), old_logp.clone()))
+        return original(config, logp_now, old_logp, ref_logp, reward)
+
+    monkeypatch.setattr(reproduce_train, "batch_advantage", spy)
+    settings = TrainSettings(steps=8, batch_size=4, updates_per_batch=4)
+    cfg = KLConfig(coef=0.3, importance_weighting="sequence")
+    train("seq", cfg, ToyTask(), settings, seed=0)
+    assert len(calls) == 8
+    for step, (now, old) in enumerate(calls):
+        if step % 4 == 0:
+            assert torch.equal(now, old)  # a fresh batch: the sampler is the current policy
+        else:
+            assert not torch.allclose(now, old)  # later updates: the policy has moved
+    calls.clear()
+    train("plain", KLConfig(coef=0.3), ToyTask(), settings, seed=0)
+    assert len(calls) == 2

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
+from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.patching import MARK, PatchRegistry, Target
 from kl_patches.config import KLConfig
 
@@ -290,6 +291,7 @@ def apply(
     ``to_args(config)`` as well: the patches build on those flags.
     """
     config = KLConfig.coerce(config)
+    check_supported(config, "openrlhf")
     if only not in (None, "reward", "loss"):
         raise ValueError(f"only={only!r} is not valid; choose one of [None, 'reward', 'loss']")
     check_version(force=force)

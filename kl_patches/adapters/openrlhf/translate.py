@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
@@ -209,6 +210,8 @@ def native_gaps(config: KLConfig) -> dict[str, tuple[str, ...]]:
         numerics.append(f"kl_clamp={config.kl_clamp} (OpenRLHF always clamps to +-10)")
     if config.log_ratio_clamp is not None:
         numerics.append(f"log_ratio_clamp={config.log_ratio_clamp} (OpenRLHF has none)")
+    if config.importance_weighting == "sequence":
+        numerics.append("importance_weighting='sequence' (not supported by the adapter yet)")
     reward: list[str] = []
     if config.has_reward:
         if config.placement == "both":
@@ -250,6 +253,7 @@ def to_args(
     instead when the configuration needs a patch.
     """
     config = KLConfig.coerce(config)
+    check_supported(config, "openrlhf")
     if strict and not is_native(config):
         gaps = native_gaps(config)
         raise ValueError(

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from kl_patches.adapters.base import check_supported
 from kl_patches.config import KLConfig
 from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
@@ -106,6 +107,7 @@ def prepare_args(kind: str, model: Any, args: Any, config: KLConfig) -> Any:
 
 def validate(kind: str, args: Any, config: KLConfig) -> None:
     """Refuse settings the adapter cannot honour, naming the valid choices."""
+    check_supported(config, "trl")
     if getattr(args, "use_liger_loss", False):
         raise ValueError(
             "kl_patches.trl: use_liger_loss=True computes a fused GRPO loss with a hard-coded k3 "

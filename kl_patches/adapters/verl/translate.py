@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.files import load_mapping_text, read_text
 from kl_patches.config import KLConfig
 
@@ -86,6 +87,7 @@ def to_overrides(
     ``loss_agg_mode``, which verl shares between the policy loss and the KL loss.
     """
     cfg = KLConfig.coerce(dict(config) if isinstance(config, Mapping) else config)
+    check_supported(cfg, "verl")
     if kl_outside_std and not cfg.has_reward:
         raise ValueError("kl_outside_std=True needs a reward side (placement 'reward' or 'both')")
     if kl_outside_std and cfg.reward_shape != "sequence":
