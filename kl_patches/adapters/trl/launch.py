@@ -65,14 +65,20 @@ def main(argv: list[str] | None = None) -> int:
     calls = hook_calls()
     rank = os.environ.get("RANK", "0")
     world = os.environ.get("WORLD_SIZE", "1")
-    print(f"kl_patches.trl rank {rank}/{world}: {config}; hook calls {calls}", file=sys.stderr)
-    sys.stderr.flush()
+    _report(f"kl_patches.trl rank {rank}/{world}: {config}; hook calls {calls}")
     _shutdown_distributed()
     needed = ["__init__", "_generate_and_score_completions", "_compute_loss"]
     if config.placement != "none" and any(calls.get(n, 0) == 0 for n in needed):
         print(f"kl_patches.trl rank {rank}: the KL hooks did not run: {calls}", file=sys.stderr)
         return 1
     return 0
+
+
+def _report(line: str) -> None:
+    """One line on stderr in a single write: ranks share the stream, and ``print`` writes the
+    text and the newline separately, so two ranks' reports could run into one line."""
+    sys.stderr.flush()
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 def _shutdown_distributed() -> None:
