@@ -50,7 +50,8 @@ class History:
 
     def at(self, version: str) -> dict[str, object]:
         """Fold: for each key, the value of the latest change with since <= version
-        (packaging.version ordering; a key absent before its first change is missing from the dict)."""
+        (packaging.version ordering; a key absent before its first change is missing from the
+        dict)."""
         target = Version(version)
         latest: dict[str, tuple[Version, object]] = {}
         for change in self.changes:
