@@ -603,6 +603,28 @@ SURFACE_CHANGES: tuple[Change, ...] = (
     ),
     Change(
         "1.0.0",
+        "logps_kernel",
+        "torch log_softmax over full logits",
+        "trl/trainer/grpo_trainer.py:1070",
+        "runs anywhere torch runs",
+    ),
+    Change(
+        "1.15.0",
+        "logps_kernel",
+        "trl.kernels Triton chunked log-probs, no CPU fallback",
+        "trl/trainer/grpo_trainer.py:1456",
+        "GRPO and RLOO cannot score or train without a CUDA/XPU device (CPU: triton missing, "
+        "or no active driver)",
+    ),
+    Change(
+        "1.16.0",
+        "logps_kernel",
+        "trl.kernels chunked log-probs, torch fallback off CUDA/XPU",
+        "trl/kernels/chunked_logprob.py:48",
+        "CPU runs again",
+    ),
+    Change(
+        "1.0.0",
         "grpo.config.beta",
         0.0,
         "trl/trainer/grpo_config.py:590",
@@ -829,6 +851,11 @@ SURFACE_EVIDENCE: dict[tuple[str, str], str] = {
     ("nanstd", "1.0.0"): r"^def nanstd\(",
     ("grpo.trainer_attrs", "1.0.0"): r"self\.beta = args\.beta",
     ("rloo.trainer_attrs", "1.0.0"): r"self\.beta = args\.beta",
+    ("logps_kernel", "1.0.0"): r"logps = selective_log_softmax\(",
+    ("logps_kernel", "1.15.0"): (
+        r"outputs = model\(\*\*model_inputs, labels=labels, fused_lm_head=True\)"
+    ),
+    ("logps_kernel", "1.16.0"): r"^def _use_triton\(",
     ("grpo.config.beta", "1.0.0"): r"default=0\.0[,)]",
     ("grpo.config.use_bias_correction_kl", "1.0.0"): "default=False[,)]",
     ("grpo.config.loss_type", "1.0.0"): 'default="dapo"[,)]',
@@ -949,6 +976,12 @@ SURFACE_BEFORE: dict[tuple[str, str], tuple[str, str, bool]] = {
         r"return self\._forward_redirection\(model, unwrapped_model, self\._compute_loss",
         True,
     ),
+    ("logps_kernel", "1.15.0"): (
+        "absent",
+        r"outputs = model\(\*\*model_inputs, labels=labels, fused_lm_head=True\)",
+        True,
+    ),
+    ("logps_kernel", "1.16.0"): ("absent", r"^def _use_triton\(", True),
     ("grpo.config.use_bias_correction_kl", "1.10.0"): ("present", "default=False[,)]", True),
     ("grpo.config.max_completion_length", "1.10.0"): ("present", "default=256[,)]", True),
     ("rloo.config.max_completion_length", "1.10.0"): ("present", "default=256[,)]", True),
@@ -1002,12 +1035,14 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
     ),
     (
         "1.15.0",
-        "loss_is_scaled_for_ga replaces the compute_loss_func / model_accepts_loss_kwargs "
+        "log-probs through trl.kernels' Triton kernels with no CPU fallback (GRPO/RLOO cannot run "
+        "on CPU); loss_is_scaled_for_ga replaces the compute_loss_func / model_accepts_loss_kwargs "
         "switches; explicit _get_per_token_logps_and_entropies signature again",
     ),
 )
-"""Releases after 1.0.0 where something the adapter touches changes, with the reason. A compat
-matrix needs 1.0.0, these, and 1.16.0; the other releases repeat the surface before them."""
+"""Releases strictly between 1.0.0 and 1.16.0 where something the adapter touches changes, with
+the reason. A compat matrix needs 1.0.0, these, and 1.16.0 (which itself changes the log-prob
+kernel back to a CPU-capable one); every other release repeats the surface before it."""
 
 
 @dataclass(frozen=True)
@@ -1045,7 +1080,10 @@ INSTALL_RECIPES: tuple[InstallRecipe, ...] = (
         ),
         "transformers 5.24.0, accelerate 1.15.0, datasets 5.2.0, huggingface_hub 2.4.0, "
         "tokenizers 0.23.3",
-        "fresh install trl 1.16.0 73 s, venv 1.5 GB; requests is imported only if present",
+        "fresh install trl 1.16.0 73 s, venv 1.5 GB; requests is imported only if present. "
+        "1.15.0 installs and imports but cannot score on CPU: AttributeError from "
+        "_ChunkedLogProbFunction (None without triton), and with triton 3.9.0 installed "
+        "RuntimeError: 0 active drivers; it needs a CUDA/XPU machine",
     ),
     InstallRecipe(
         "any 1.x, switching in one venv",
