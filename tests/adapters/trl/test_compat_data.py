@@ -120,6 +120,10 @@ def test_surface_rows_are_well_formed() -> None:
     assert set(compat.SURFACE_ANCHORS) <= set(idents) and set(compat.SURFACE_BEFORE) <= set(idents)
     for row in compat.SURFACE.changes:
         assert row.since in compat.RELEASES_1X
+        value = row.value
+        assert value is None or isinstance(value, bool | int | float | str | tuple), value
+        if isinstance(value, tuple):  # names, never a string split into characters
+            assert all(re.fullmatch(r"[a-z_]{2,}", item) for item in value), value
         assert re.fullmatch(r"trl/[\w/]+\.py:\d+", row.source), row.source
         re.compile(compat.SURFACE_EVIDENCE[(row.key, row.since)])
 
@@ -164,6 +168,8 @@ def test_surface_at_1_16_is_what_native_py_assumes() -> None:
     )
     assert "clamp" in str(now["grpo.global_token_normalizer"])  # hooks.grpo_loss_scaling
     assert now["grpo.config.use_liger_loss"] is None  # the field hooks.validate reads is gone
+    nanstd = _params(str(now["nanstd"]))  # trl.trainer.utils.nanstd(tensor, dim=None, ...)
+    assert [a.arg for a in nanstd.args] == ["tensor", "dim", "keepdim"]
 
 
 def test_install_recipes_cover_every_1x_release_once() -> None:
