@@ -981,7 +981,8 @@ INSTALL_RECIPES: tuple[InstallRecipe, ...] = (
         ),
         "transformers 5.24.0, accelerate 1.15.0, datasets 5.2.0, huggingface_hub 2.4.0, "
         "tokenizers 0.23.3",
-        "fresh install trl 1.16.0 73 s, venv 1.5 GB; requests is imported only if present. "
+        "fresh install trl 1.16.0 73 s, venv 1.5 GB; requests is imported only if present "
+        "(measured for 1.16.0, read from the source for 1.14.2 and 1.15.0). "
         "1.15.0 installs and imports but cannot score on CPU: AttributeError from "
         "_ChunkedLogProbFunction (None without triton), and with triton 3.9.0 installed "
         "RuntimeError: 0 active drivers; it needs a CUDA/XPU machine",
