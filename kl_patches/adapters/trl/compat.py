@@ -1,6 +1,6 @@
 """What the TRL adapter relies on, in every TRL 1.x release 1.0.0-1.16.0, as data (issue 14).
 
-The adapter (:mod:`.hooks`, :mod:`.patching`, :mod:`.advantages`, :mod:`.native`) is written
+The adapter (:mod:`.hooks`, :mod:`.patch`, :mod:`.advantages`, :mod:`.versions`) is written
 against TRL 1.16. This module records, per release and read from each released wheel with
 :mod:`ast` and text search (no TRL import), everything it touches:
 
@@ -10,7 +10,7 @@ against TRL 1.16. This module records, per release and read from each released w
   code the hooks copy or mirror: GRPO/RLOO advantages (compared with :mod:`.advantages`), where
   ``_compute_loss`` adds ``beta * k3`` and how it scales for gradient accumulation, when old
   log-probs exist, the batch keys the hooks read, ``trl.trainer.utils.nanstd``, the trainer
-  attributes and the GRPOConfig/RLOOConfig defaults :mod:`.native` writes down;
+  attributes and the GRPOConfig/RLOOConfig defaults :mod:`.versions` writes down;
 * :data:`CHANGE_POINTS`: the releases where any of that changes, with the reason: with 1.0.0
   and 1.16.0 they are the compat test matrix (every release in between has the surface of the
   change point before it);
@@ -44,7 +44,7 @@ HOOKED_METHODS: tuple[str, ...] = (
     "_compute_loss",
     "training_step",
 )
-"""The methods :mod:`.patching` wraps (its ``HOOKED``; a test keeps the two equal)."""
+"""The methods :mod:`.patch` wraps (its ``HOOKED``; a test keeps the two equal)."""
 
 TRAINER_FILES: dict[str, str] = {
     "GRPOTrainer": "trl/trainer/grpo_trainer.py",
@@ -329,7 +329,7 @@ SURFACE_CHANGES: tuple[Change, ...] = (
         "grpo.kl_aggregation.luspo",
         "length_weighted_mean_incl_padding",
         "trl/trainer/grpo_trainer.py:2405",
-        "native.py's 'sum' for luspo holds from 1.10.0 only",
+        "versions.py's 'sum' for luspo holds from 1.10.0 only",
     ),
     Change(
         "1.10.0",
@@ -892,7 +892,7 @@ SURFACE_BEFORE: dict[tuple[str, str], tuple[str, str, bool]] = {
 
 SURFACE = History("trl-patch-surface", RELEASES_1X, SURFACE_CHANGES)
 """The code the adapter copies or mirrors, per TRL 1.x release (keys ``grpo.``, ``rloo.``,
-``nanstd``; ``grpo.config.``/``rloo.config.`` are the defaults :mod:`.native` relies on)."""
+``nanstd``; ``grpo.config.``/``rloo.config.`` are the defaults :mod:`.versions` relies on)."""
 
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
     (
@@ -927,7 +927,7 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
     (
         "1.10.0",
         "defaults use_bias_correction_kl False -> True and max_completion_length 256 -> 512; "
-        "luspo becomes a masked per-sequence sum (native.py's 'sum')",
+        "luspo becomes a masked per-sequence sum (versions.py's 'sum')",
     ),
     (
         "1.14.0",

@@ -3,7 +3,7 @@
 Checks ``kl_patches.adapters.trl.compat`` without TRL: releases ascending, every change point a
 known release and exactly the releases where a signature or a surface row changes, every stored
 signature parses as a ``def`` and keeps the parameters the hooks pass positionally, the surface
-agrees with the KL history and with native.py at 1.16, the install recipes cover every 1.x
+agrees with the KL history and with versions.py at 1.16, the install recipes cover every 1.x
 release once. With ``KL_PATCHES_TRL_WHEELS`` set (unpacked wheels, ``<dir>/<version>/trl/...``)
 the whole table is re-read from the releases.
 """
@@ -20,8 +20,8 @@ from packaging.version import Version
 
 from kl_patches.adapters.trl import compat
 from kl_patches.adapters.trl.history import HISTORY, RELEASES
-from kl_patches.adapters.trl.native import GRPO_DEFAULTS, RLOO_DEFAULTS
-from kl_patches.adapters.trl.patching import HOOKED
+from kl_patches.adapters.trl.patch import HOOKED
+from kl_patches.adapters.trl.versions import GRPO_DEFAULTS, RLOO_DEFAULTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
