@@ -25,7 +25,10 @@ old log-probs on-policy, so its penalty is deferred to the loss forward); the sa
 deferral switched off, i.e. one extra no-grad policy forward (the implementation before issue
 16); patched k3-in-both. Time: each round runs every configuration once, in a shuffled order,
 after one untimed warm-up round of short steps; ratios are per round (the configurations of
-a round ran within minutes of each other), reported as the median and min-max over rounds.
+a round ran within minutes of each other), reported as the median and min-max over rounds,
+for the wall time and for the process CPU time (user + system, all threads; idle OpenMP
+threads sleep): on a machine shared with other jobs the wall time of one step swings by
+several times with their load, its CPU time far less, so the CPU-time ratio is the figure.
 Memory: the peak resident set size above the size before the step (sampled every 5 ms; freed
 heap handed back with malloc_trim first), median over rounds. Forwards per step are counted
 (the adapter's counters; a counting wrapper for native TRL) and must be what each path says.
@@ -56,6 +59,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+# idle OpenMP threads sleep instead of spinning, so process CPU time counts work, not waiting
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 QWEN2_0_5B = {
     "vocab_size": 151936,
@@ -209,6 +214,7 @@ class Runner:
     optimizer: Any
     counts: Callable[[], dict[str, int]]
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     peak_mib: list[float] = field(default_factory=list)
     forwards: list[dict[str, int]] = field(default_factory=list)
 
@@ -342,17 +348,18 @@ def step(runner: Runner, inputs: list[dict[str, str]], measure: bool) -> None:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     trainer.training_step(trainer.model, inputs, None)
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     runner.optimizer.step()
     trainer.model.zero_grad(set_to_none=True)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     done.set()
     sampler.join()
     if measure:
         after = runner.counts()
         runner.seconds.append(elapsed)
+        runner.cpu.append(cpu)
         runner.peak_mib.append(peak[0] - baseline)
         runner.forwards.append({k: after.get(k, 0) - before_counts.get(k, 0) for k in after})
 
@@ -410,7 +417,8 @@ def main() -> int:
             ROLLOUT_SEED[0] = r
             step(runners[i], inputs, measure=True)
             print(
-                f"[round {r}] {runners[i].config.name}: {runners[i].seconds[-1]:.1f} s",
+                f"[round {r}] {runners[i].config.name}: {runners[i].seconds[-1]:.1f} s, "
+                f"CPU {runners[i].cpu[-1]:.1f} s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -464,30 +472,36 @@ def report(
         f"warm-up round; setup {setup:.0f} s, whole run {total / 60:.1f} min"
     )
     print()
-    print(f"{'configuration':46}{'step s':>9}{'min-max':>15}{'peak RSS MiB':>14}  forwards/step")
+    print(
+        f"{'configuration':46}{'wall s':>8}{'min-max':>14}{'CPU s':>8}{'min-max':>14}"
+        f"{'peak RSS MiB':>14}  forwards/step"
+    )
     for r in runners:
-        sec = statistics.median(r.seconds)
         fw = ", ".join(f"{k} {v}" for k, v in sorted(r.forwards[-1].items()) if v)
         print(
-            f"{r.config.name:46}{sec:9.1f}{min(r.seconds):7.1f}-{max(r.seconds):<7.1f}"
-            f"{statistics.median(r.peak_mib):14.0f}  {fw}"
+            f"{r.config.name:46}{statistics.median(r.seconds):8.1f}"
+            f"{min(r.seconds):7.1f}-{max(r.seconds):<6.1f}{statistics.median(r.cpu):8.1f}"
+            f"{min(r.cpu):7.1f}-{max(r.cpu):<6.1f}{statistics.median(r.peak_mib):14.0f}  {fw}"
         )
     print()
     print(f"ratios to {BASELINE}, per round: median (min-max over {a.rounds} rounds)")
     summary: dict[str, Any] = {"rounds": a.rounds, "ratios": {}}
     for name, target in RATIOS:
         r = by_name[name]
-        ratios = [x / y for x, y in zip(r.seconds, base.seconds, strict=True)]
+        cpu = [x / y for x, y in zip(r.cpu, base.cpu, strict=True)]
+        wall = [x / y for x, y in zip(r.seconds, base.seconds, strict=True)]
         mem = statistics.median(r.peak_mib) / max(statistics.median(base.peak_mib), 1e-9)
         goal = f" (target <= {target})" if target is not None else ""
         print(
-            f"  {name:46} time {statistics.median(ratios):.3f}x ({min(ratios):.3f}-"
-            f"{max(ratios):.3f}){goal}; peak RSS {mem:.2f}x"
+            f"  {name:46} CPU time {statistics.median(cpu):.3f}x ({min(cpu):.3f}-"
+            f"{max(cpu):.3f}){goal}; wall {statistics.median(wall):.3f}x ({min(wall):.3f}-"
+            f"{max(wall):.3f}); peak RSS {mem:.2f}x"
         )
         summary["ratios"][name] = {
-            "median": statistics.median(ratios),
-            "min": min(ratios),
-            "max": max(ratios),
+            "cpu_median": statistics.median(cpu),
+            "cpu_min": min(cpu),
+            "cpu_max": max(cpu),
+            "wall_median": statistics.median(wall),
             "memory": mem,
             "target": target,
         }
