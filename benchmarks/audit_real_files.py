@@ -74,6 +74,8 @@ def audit_reading(trainer: dict[str, Any]) -> dict[str, Any]:
         "reward": reward,
         "loss": loss,
         "off_policy": bool(trainer.get("off_policy")),
+        "notes": list(trainer.get("notes", []))[:6],
+        "findings": [f.get("code") for f in trainer.get("findings", [])],
     }
 
 
@@ -175,6 +177,8 @@ def score(expected: list[dict[str, Any]], audit: dict[str, Any]) -> dict[str, An
     """Verdict for one file and one expectation: right / wrong / unreadable, with reasons."""
     if audit["json"] is None:
         first = (audit["stderr"].splitlines() or [""])[-1][:200]
+        if not expected and audit["rc"] == 2 and "launch found" in first:
+            return {"verdict": "right", "reasons": [], "note": "no launch, and none found"}
         return {"verdict": "unreadable", "reasons": [f"audit rc={audit['rc']}: {first}"]}
     got = [audit_reading(t) for t in audit["json"].get("trainers", [])]
     if not expected:
@@ -207,6 +211,66 @@ def score(expected: list[dict[str, Any]], audit: dict[str, Any]) -> dict[str, An
     return {"verdict": "wrong" if reasons else "right", "reasons": reasons}
 
 
+# ----------------------------------------------------------------------------- causes
+def cause(item: dict[str, Any], res: dict[str, Any], which: str) -> str:
+    """The first matching cause of a file not read right (rules in order; see RESULTS.md)."""
+    verdict = res[which]
+    audit = res.get("audit", {})
+    err = audit.get("stderr", "")
+    notes = " ".join(n for t in audit.get("trainers", []) for n in t.get("notes", []))
+    reasons = " ".join(verdict["reasons"])
+    exp = item["expect"][which.removesuffix("_kl")]["launches"]
+    entries = sorted({x["entry"] for x in exp})
+    kind = item["kind"]
+    feats = " ".join(item.get("features", []))
+    if verdict["verdict"] == "unreadable":
+        if kind == "python" and "cannot parse shell" in err:
+            return "Python file read as a shell script (stops at a backtick)"
+        if kind == "python":
+            return "Python file not read (no Python reader; the library guess on its text fails)"
+        if kind == "cluster-yaml":
+            return "cluster YAML (SkyPilot run: block) not read"
+        if kind == "yaml" and "cannot tell which library" in err:
+            return "config YAML not recognised (nested values / defaults-list only)"
+        if "launch found" in err and "srun" in feats:
+            return 'launch inside srun ... bash -c "..." not looked into'
+        if "launch found" in err and item["library"] == "trl":
+            return "TRL project script run as a .py path (torchrun/accelerate) not recognised"
+        if "launch found" in err:
+            return f"entry point not recognised ({', '.join(entries)})"
+        if "[@]" in err:
+            return "bash array expansion ${ARR[@]} not followed"
+        if "${@" in err or "'$@'" in err:
+            return "forwarded script arguments ${@:1} / $@ read as an override"
+        if "has no '='" in err or "invalid literal" in err:
+            return "a variable the reader does not resolve is read as an override/value"
+        return "audit refused: " + (err.splitlines() or [""])[-1][:80]
+    if "library rejects it" in reasons:
+        return "library refuses the launch under this version; the audit does not check keys"
+    if "[@]" in notes and "expansion" in notes:
+        return "bash array expansion ${ARR[@]} not followed (read silently as defaults)"
+    if "launch(es) expected, audit found" in reasons:
+        return "number of launches differs"
+    if "use_kl_estimator_k3" in " ".join(item.get("features", [])) or (
+        "old_flag" in " ".join(item.get("features", []))
+    ):
+        return "old flag --use_kl_estimator_k3 ignored"
+    flat = (
+        item["library"] == "openrlhf"
+        and which.startswith("newest")
+        and any(
+            "--init_kl_coef" in " ".join(x.get("kl_keys_only", {}).get("dropped", [])) for x in exp
+        )
+    )
+    if flat:
+        return "audit reads pre-0.10.2 flat flags (--init_kl_coef ...) that 0.11.2 ignores"
+    if item["library"] == "verl" and "reward k1" in reasons and "expected, audit none" in reasons:
+        return "pre-0.4 verl applies k1 in the reward when use_kl_loss is false (audit: 0.9.1)"
+    if "off_policy" in reasons and "reward" not in reasons and "loss" not in reasons:
+        return "off-policy flag differs"
+    return "KL sides differ: " + reasons[:80]
+
+
 # ----------------------------------------------------------------------------- files
 def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
     """Write the file and its siblings under ``dest`` (blob ids checked); the file's path."""
@@ -226,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=Path, default=HERE / "files.yaml")
     p.add_argument("--library-version-from-pin", action="store_true")
     p.add_argument("--json", type=Path, help="write every result here")
+    p.add_argument("--markdown", type=Path, help="write the tables and a per-file table here")
     p.add_argument("--only", nargs="*")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument(
@@ -267,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
             res["audit"] = _summary(plain)
             res["newest"] = score(item["expect"]["newest"]["launches"], plain)
             res["newest"]["lib_rejects"] = _rejects(item["expect"]["newest"]["launches"])
+            res["newest_kl"] = score(_kl_only(item["expect"]["newest"]["launches"]), plain)
+            res["newest_kl"]["lib_rejects"] = _rejects(
+                _kl_only(item["expect"]["newest"]["launches"])
+            )
             if "pinned" in item["expect"]:
                 pin_run = plain
                 if with_version:
@@ -277,11 +346,70 @@ def main(argv: list[str] | None = None) -> int:
                 res["pinned"] = score(item["expect"]["pinned"]["launches"], pin_run)
                 res["pinned"]["version"] = item["expect"]["pinned"]["version"]
                 res["pinned"]["lib_rejects"] = _rejects(item["expect"]["pinned"]["launches"])
+                res["pinned_kl"] = score(_kl_only(item["expect"]["pinned"]["launches"]), pin_run)
+                res["pinned_kl"]["version"] = res["pinned"]["version"]
+                res["pinned_kl"]["lib_rejects"] = _rejects(
+                    _kl_only(item["expect"]["pinned"]["launches"])
+                )
+        for which in ("newest", "newest_kl", "pinned", "pinned_kl"):
+            if which in res and res[which]["verdict"] != "right":
+                res[which]["cause"] = cause(item, res, which)
         results.append(res)
     report(results)
     if args.json:
         args.json.write_text(json.dumps({"results": results}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(results))
     return 0
+
+
+TITLES = {
+    "newest": "newest (verl 0.9.1 / OpenRLHF 0.11.2 / TRL 1.16.0)",
+    "newest_kl": "newest, KL keys only (keys the release refuses left out)",
+    "pinned": "pinned (the version each repository pins)",
+    "pinned_kl": "pinned, KL keys only",
+}
+"""The four scored expectations."""
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    """The score tables, the causes and one row per file, as Markdown."""
+    out = ["<!-- generated by benchmarks/audit_real_files.py --markdown; do not edit -->", ""]
+    for which, title in TITLES.items():
+        out += [f"### {title}", "", "| library | files | right | wrong | unreadable | "
+                "library refuses |", "|---|---|---|---|---|---|"]  # fmt: skip
+        total: Counter[str] = Counter()
+        for lib in LIBRARIES:
+            c: Counter[str] = Counter()
+            for r in results:
+                if r["library"] == lib and which in r:
+                    c["files"] += 1
+                    c[r[which]["verdict"]] += 1
+                    c["rejected"] += int(r[which].get("lib_rejects", False))
+            total.update(c)
+            out.append(f"| {lib} | {c['files']} | {c['right']} | {c['wrong']} | "
+                       f"{c['unreadable']} | {c['rejected']} |")  # fmt: skip
+        out.append(f"| all | {total['files']} | {total['right']} | {total['wrong']} | "
+                   f"{total['unreadable']} | {total['rejected']} |")  # fmt: skip
+        out.append("")
+    out += ["### Per file", "",
+            "| file | library | kind | newest | newest KL | pinned | pinned KL | cause (pinned KL, "
+            "else newest KL) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    short = {"right": "right", "wrong": "WRONG", "unreadable": "unread."}
+    for r in results:
+        cells = [short.get(r[w]["verdict"], "?") if w in r else "-" for w in TITLES]
+        why = (r.get("pinned_kl") or r.get("newest_kl") or {}).get("cause", "")
+        if not why and r.get("newest_kl", {}).get("verdict") != "right":
+            why = r.get("newest_kl", {}).get("cause", "")
+        out.append(f"| {r['id']} | {r['library']} | {r['kind']} | " + " | ".join(cells)
+                   + f" | {why.replace('|', '/')} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def _kl_only(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Refused launches replaced by their "KL keys only" reading, where derive.py has one
+    (the reading with the overrides/flags this version does not know left out)."""
+    return [x.get("kl_keys_only", x) if x.get("rejected") else x for x in launches]
 
 
 def _rejects(launches: list[dict[str, Any]]) -> bool:
@@ -291,21 +419,22 @@ def _rejects(launches: list[dict[str, Any]]) -> bool:
 def _summary(run: dict[str, Any]) -> dict[str, Any]:
     doc = run["json"]
     trainers = [audit_reading(t) for t in doc.get("trainers", [])] if doc else []
-    return {"rc": run["rc"], "stderr": run["stderr"][-400:], "trainers": trainers}
+    err = run["stderr"]
+    err = err if len(err) <= 700 else err[:350] + " ... " + err[-350:]
+    return {"rc": run["rc"], "stderr": err, "trainers": trainers}
 
 
 def report(results: list[dict[str, Any]]) -> None:
     """Print the per-library tables and the mismatches."""
-    for which in ("newest", "pinned"):
+    titles = TITLES
+    for which in titles:
         rows: dict[str, Counter[str]] = defaultdict(Counter)
         for r in results:
             if which in r:
                 rows[r["library"]][r[which]["verdict"]] += 1
                 rows[r["library"]]["files"] += 1
                 rows[r["library"]]["rejected"] += int(r[which].get("lib_rejects", False))
-        print(f"== expectation: {which} "
-              + ("(verl 0.9.1 / OpenRLHF 0.11.2 / TRL 1.16.0)" if which == "newest"
-                 else "(the version each repository pins)"))  # fmt: skip
+        print(f"== expectation: {titles[which]}")
         print(f"{'library':10} {'files':>5} {'right':>5} {'wrong':>5} {'unreadable':>10} "
               f"{'(lib rejects)':>13}")  # fmt: skip
         total: Counter[str] = Counter()
@@ -323,19 +452,26 @@ def report(results: list[dict[str, Any]]) -> None:
     errors = [r for r in results if "error" in r]
     for r in errors:
         print(f"not scored: {r['id']}: {r['error']}")
-    print("== mismatches (newest expectation)")
-    for r in results:
-        if "newest" in r and r["newest"]["verdict"] != "right":
-            print(
-                f"{r['id']} [{r['newest']['verdict']}]: {' | '.join(r['newest']['reasons'])[:300]}"
-            )
-    print("\n== mismatches (pinned expectation)")
-    for r in results:
-        if "pinned" in r and r["pinned"]["verdict"] != "right":
-            print(
-                f"{r['id']} [{r['pinned']['verdict']}, {r['pinned']['version']}]: "
-                f"{' | '.join(r['pinned']['reasons'])[:300]}"
-            )
+    for which in titles:
+        causes: Counter[str] = Counter()
+        examples: dict[str, list[str]] = defaultdict(list)
+        for r in results:
+            if which in r and r[which]["verdict"] != "right":
+                why = str(r[which].get("cause", "?"))
+                causes[why] += 1
+                examples[why].append(r["id"])
+        print(f"== causes: {titles[which]}")
+        for why, n in causes.most_common():
+            print(f"{n:3d}  {why}  (e.g. {', '.join(examples[why][:2])})")
+        print()
+    for which in titles:
+        print(f"== mismatches: {titles[which]}")
+        for r in results:
+            if which in r and r[which]["verdict"] != "right":
+                ver = f", {r[which]['version']}" if "version" in r[which] else ""
+                text = " | ".join(r[which]["reasons"])[:300]
+                print(f"{r['id']} [{r[which]['verdict']}{ver}]: {text}")
+        print()
 
 
 if __name__ == "__main__":

@@ -157,7 +157,7 @@ def shell_launches(
             "script": script,
             "returncode": trace.returncode,
             "notes": trace.notes,
-            "stderr_last": (trace.stderr_tail.splitlines() or [""])[-1][:200],
+            "error": _bash_error(trace),
             "stub_calls": len(trace.calls),
         }
     )
@@ -168,6 +168,15 @@ def shell_launches(
         launches += python_script_launches(root, trace, item, {id(x.call) for x in launches})
         launches.sort(key=lambda x: x.call)
     return launches
+
+
+def _bash_error(trace: shell_trace.Trace) -> str:
+    """bash's last error line when the script failed ('' otherwise; `set -x` lines skipped)."""
+    if trace.returncode == 0:
+        return ""
+    lines = [ln for ln in trace.stderr_tail.splitlines() if ln and not ln.startswith("+")]
+    text = lines[-1] if lines else ""
+    return re.sub(r"/tmp/[\w.-]+/", "", text)[:160]
 
 
 _TRAINER_CLASS = re.compile(r"\b(GRPOTrainer|RLOOTrainer|GRPOConfig|RLOOConfig)\b")
@@ -351,8 +360,13 @@ def verl_expect(
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.exists():
             link.symlink_to(target.resolve(), target_is_directory=True)
+    lenient = None
     try:
         composed = verl_compose.compose(compose_root, module_file, launch.argv, src["config"])
+        if composed.rejected:
+            lenient = verl_compose.compose_lenient(
+                compose_root, module_file, launch.argv, src["config"]
+            )
     finally:
         if which == "newest":
             if link.is_symlink():
@@ -360,14 +374,32 @@ def verl_expect(
             if restore is not None:
                 restore.rename(link)
     if composed.rejected:
-        return _rejected("verl", entry, f"Hydra: {composed.rejected}")
+        out = _rejected("verl", entry, f"Hydra: {composed.rejected}")
+        if lenient is not None and lenient[0].rejected is None:
+            kl = _verl_read(lenient[0], pkg, compose_root, entry, version, item)
+            kl["dropped"] = lenient[1]
+            out["kl_keys_only"] = kl
+        return out
+    return _verl_read(composed, pkg, compose_root, entry, version, item) | {
+        "config": {"config_dir": _rel(composed.config_dir, root), "name": composed.config_name}
+    }
+
+
+def _verl_read(
+    composed: verl_compose.Composed,
+    pkg: Path,
+    compose_root: Path,
+    entry: str,
+    version: str,
+    item: dict[str, Any],
+) -> dict[str, Any]:
+    """The reading of a composed verl config (shared by the strict and the lenient path)."""
     core = (pkg / "trainer" / "ppo" / "core_algos.py").read_text()
     est = semantics.verl_estimators(core)
     trainer, cite = verl_trainer_rule(entry, pkg, compose_root, version, composed.values, item)
     reading = semantics.verl_reading(composed.values, entry, trainer, est)
     reading.notes.append(f"reward rule {trainer.reward_rule} ({cite})")
     out = reading.as_dict()
-    out["config"] = {"config_dir": _rel(composed.config_dir, root), "name": composed.config_name}
     out["values"] = {k: v for k, v in composed.values.items() if v != verl_compose._MISSING}
     return out
 
@@ -400,8 +432,19 @@ def openrlhf_expect(
         return _rejected("openrlhf", launch.entry, f"{name} not in this version")
     parsed = openrlhf_args.parse(script, launch.argv)
     if parsed.rejected:
-        return _rejected("openrlhf", launch.entry, f"argparse: {parsed.rejected}")
-    reading = semantics.openrlhf_reading(parsed.args, version, launch.entry)
+        out = _rejected("openrlhf", launch.entry, f"argparse: {parsed.rejected}")
+        known = openrlhf_args.parse(script, launch.argv, lenient=True)
+        if known.rejected is None:
+            kl = _openrlhf_read(known, version, launch.entry)
+            kl["dropped"] = known.unknown
+            out["kl_keys_only"] = kl
+        return out
+    return _openrlhf_read(parsed, version, launch.entry)
+
+
+def _openrlhf_read(parsed: openrlhf_args.Parsed, version: str, entry: str) -> dict[str, Any]:
+    """The reading of a parsed OpenRLHF argv."""
+    reading = semantics.openrlhf_reading(parsed.args, version, entry)
     out = reading.as_dict()
     keys = ("kl", "epoch", "batch_size", "n_samples", "async", "estimator")
     out["values"] = {
@@ -446,7 +489,7 @@ def trl_classes(script: Path, root: Path) -> tuple[list[Any], str]:
             for a in node.names:
                 imports[a.asname or a.name] = f"{node.module}:{a.name}"
     local = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    tuples: dict[str, ast.AST] = {}
+    tuples: dict[str, ast.expr] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Tuple, ast.List)):
             for t in node.targets:
@@ -532,12 +575,25 @@ def trl_expect(
         }
     ans = trl_job(version, job)
     if "rejected" in ans:
-        return _rejected("trl", launch.entry, f"TRL {version}: {ans['rejected']}")
+        out = _rejected("trl", launch.entry, f"TRL {version}: {ans['rejected']}")
+        known = trl_job(version, {**job, "lenient": True})
+        if "rejected" not in known:
+            kl = _trl_read(known, kind, version, launch.entry, item)
+            kl["dropped"] = known.get("dropped", [])
+            out["kl_keys_only"] = kl
+        return out
+    return _trl_read(ans, kind, version, launch.entry, item)
+
+
+def _trl_read(
+    ans: dict[str, Any], kind: str, version: str, entry: str, item: dict[str, Any]
+) -> dict[str, Any]:
+    """The reading of a built TRL config."""
     vals = ans["values"]
     if kind == "rloo" or ans.get("kind") == "RLOOConfig":
-        reading = semantics.trl_rloo_reading(vals, version, launch.entry)
+        reading = semantics.trl_rloo_reading(vals, version, entry)
     else:
-        reading = semantics.trl_grpo_reading(vals, version, launch.entry)
+        reading = semantics.trl_grpo_reading(vals, version, entry)
     for n in item.get("trl_notes", []):
         reading.notes.append(n)
     out = reading.as_dict()
@@ -676,7 +732,7 @@ def derive_item(mirrors: Path, item: dict[str, Any], logdir: Path | None) -> dic
         for which in ("newest", "pinned"):
             if which == "pinned" and pin is None:
                 continue
-            version = NEWEST[lib] if which == "newest" else pin["version"]
+            version = NEWEST[lib] if which == "newest" or pin is None else pin["version"]
             readings = []
             for launch in launches:
                 r = EXPECT[lib](launch, work, item, which, version)

@@ -85,16 +85,27 @@ class Parsed:
     """argparse's namespace as a dict (dests as written: dotted names stay dotted)."""
     rejected: str | None = None
     """argparse's error message when it refuses the argv, else None."""
+    unknown: list[str] = field(default_factory=list)
+    """With ``lenient``: the arguments the parser does not know (left out)."""
 
 
-def parse(script: Path, argv: list[str]) -> Parsed:
-    """Parse ``argv`` with the parser of ``script`` (a ``train_ppo_ray.py`` of some version)."""
+def parse(script: Path, argv: list[str], lenient: bool = False) -> Parsed:
+    """Parse ``argv`` with the parser of ``script`` (a ``train_ppo_ray.py`` of some version).
+
+    ``lenient``: ``parse_known_args`` (unknown flags are left out and listed), for the
+    benchmark's "KL keys only" reading of a launch the parser refuses.
+    """
     parser = build_parser(script.read_text(encoding="utf-8"))
+    parser.prog = "train_ppo_ray.py"
     err = io.StringIO()
+    unknown: list[str] = []
     try:
         with contextlib.redirect_stderr(err):
-            ns = parser.parse_args(argv)
+            if lenient:
+                ns, unknown = parser.parse_known_args(argv)
+            else:
+                ns = parser.parse_args(argv)
     except SystemExit:
         lines = [ln for ln in err.getvalue().strip().splitlines() if ln.strip()]
         return Parsed(rejected=(lines[-1] if lines else "argparse refused the argv")[:300])
-    return Parsed(args=vars(ns))
+    return Parsed(args=vars(ns), unknown=[u for u in unknown if u.startswith("--")])

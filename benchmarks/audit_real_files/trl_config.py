@@ -12,6 +12,8 @@ stdin, one JSON answer on stdout:
   available (the rest of the file, its models and trainers, is never run).
 * ``{"mode": "kwargs", "class": SPEC, "kwargs": {...}}``: ``CLASS(**kwargs)`` (a Python
   script's ``GRPOConfig(...)`` call, its arguments read with ast by the caller).
+* ``"lenient": true`` in either: arguments the dataclasses do not know are left out (and
+  listed as ``dropped``), for the benchmark's "KL keys only" reading of a refused launch.
 
 The answer is ``{"config_class": NAME, "values": {field: value}}`` for the instance that is a
 ``trl.GRPOConfig`` or ``trl.RLOOConfig``, or ``{"rejected": MESSAGE}`` when TRL (or
@@ -24,6 +26,7 @@ import ast
 import dataclasses
 import json
 import os
+import re
 import sys
 import types
 import typing
@@ -69,8 +72,11 @@ def _project_class(path: str, name: str) -> type:
     ns.update({k: getattr(typing, k) for k in ("Optional", "Union", "Any", "Literal")})
     ns["dataclass"], ns["field"] = dataclasses.dataclass, dataclasses.field
     for node in tree.body:
-        top = node.module.split(".")[0] if isinstance(node, ast.ImportFrom) and node.module else ""
-        if top in ("trl", "transformers"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] in ("trl", "transformers")
+        ):
             for alias in node.names:
                 try:
                     mod = __import__(node.module, fromlist=[alias.name])
@@ -97,7 +103,7 @@ def _project_class(path: str, name: str) -> type:
     need(name)
     if name not in order:
         raise ValueError(f"{path}: no class {name}")
-    body = [classes[c] for c in order]
+    body: list[ast.stmt] = [classes[c] for c in order]
     exec(compile(ast.Module(body=body, type_ignores=[]), path, "exec"), ns)
     return ns[name]
 
@@ -156,10 +162,28 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             if job.get("cwd"):
                 os.chdir(job["cwd"])
             parser = TrlParser(classes)
-            objs = parser.parse_args_and_config([*_without_deepspeed(job["argv"]), *CPU_ARGV])
-            return _values(tuple(objs))
+            argv = [*_without_deepspeed(job["argv"]), *CPU_ARGV]
+            if not job.get("lenient"):
+                return _values(tuple(parser.parse_args_and_config(argv)))
+            *objs, rest = parser.parse_args_and_config(argv, return_remaining_strings=True)
+            out = _values(tuple(objs))
+            out["dropped"] = [r for r in rest if str(r).startswith("--")]
+            return out
         cls = _resolve(job["class"])
-        return _values((cls(**{**job["kwargs"], **CPU_KWARGS}),))
+        kwargs = {**job["kwargs"], **CPU_KWARGS}
+        dropped: list[str] = []
+        while True:
+            try:
+                out = _values((cls(**kwargs),))
+                if job.get("lenient"):
+                    out["dropped"] = dropped
+                return out
+            except TypeError as exc:
+                m = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+                if not job.get("lenient") or not m or m.group(1) not in kwargs:
+                    raise
+                kwargs.pop(m.group(1))
+                dropped.append(m.group(1))
     except SystemExit as exc:
         return {"rejected": f"argument parser exited ({exc.code}): {_last_err()}"}
     except Exception as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -68,6 +69,51 @@ class Composed:
     """The primary config name used."""
 
 
+_OFFENDING = (
+    re.compile(r"Could not override '([^']+)'"),
+    re.compile(r"An item is already at '([^']+)'"),
+    re.compile(r"Key '([^']+)' is not in struct"),
+    re.compile(r"Could not delete from config. '([^']+)'"),
+)
+
+
+def offending_override(message: str, overrides: list[str]) -> str | None:
+    """The override Hydra's error message names (by key, or by its text), if any."""
+    for pat in _OFFENDING:
+        m = pat.search(message)
+        if m:
+            key = m.group(1)
+            for o in overrides:
+                if o.split("=", 1)[0].lstrip("+~") == key:
+                    return o
+    for o in overrides:
+        if o and o in message:
+            return o
+    return None
+
+
+def compose_lenient(
+    compose_root: Path, module_file: Path, argv: list[str], verl_config: Path, limit: int = 40
+) -> tuple[Composed, list[str]]:
+    """Compose, dropping each override Hydra refuses, until it composes: (result, dropped).
+
+    Only for the benchmark's "KL keys only" reading of a launch the library refuses: what the
+    KL settings would mean if the user removed the overrides this version does not have.
+    """
+    argv = list(argv)
+    dropped: list[str] = []
+    for _ in range(limit):
+        out = compose(compose_root, module_file, argv, verl_config)
+        if out.rejected is None:
+            return out, dropped
+        bad = offending_override(out.rejected, [a for a in argv if not a.startswith("-")])
+        if bad is None:
+            return out, dropped
+        argv.remove(bad)
+        dropped.append(bad.split("=", 1)[0])
+    return out, dropped
+
+
 def hydra_main_args(module_file: Path) -> tuple[str | None, str | None]:
     """``(config_path, config_name)`` of the ``@hydra.main`` decorator in a module (by ast)."""
     tree = ast.parse(module_file.read_text(encoding="utf-8"))
@@ -85,8 +131,12 @@ def hydra_main_args(module_file: Path) -> tuple[str | None, str | None]:
             path = kw.get("config_path")
             cname = kw.get("config_name")
             return (
-                path.value if isinstance(path, ast.Constant) else None,
-                cname.value if isinstance(cname, ast.Constant) else None,
+                path.value
+                if isinstance(path, ast.Constant) and isinstance(path.value, str)
+                else None,
+                cname.value
+                if isinstance(cname, ast.Constant) and isinstance(cname.value, str)
+                else None,
             )
     return None, None
 
