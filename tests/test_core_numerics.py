@@ -155,12 +155,19 @@ def test_reward_only_loss_term_is_an_exact_zero_whatever_logp_holds() -> None:
     assert lp.grad is not None and torch.equal(lp.grad, torch.zeros_like(logp))
 
 
-def test_padding_may_hold_anything() -> None:
-    logp, ref, mask = _batch()
-    logp[~mask], ref[~mask] = float("nan"), -INF
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_padding_may_hold_anything(dtype: torch.dtype) -> None:
+    """NaN and inf on padding change nothing, on every path (half precision masks its output
+    instead of its input when no gradient is needed: checked here too)."""
+    logp, ref, mask = _batch(dtype)
+    dirty_logp, dirty_ref = logp.clone(), ref.clone()
+    dirty_logp[~mask], dirty_ref[~mask] = float("nan"), -INF
     for cfg in CONFIGS.values():
         for call in CALLS.values():
-            assert torch.isfinite(call(logp, ref, mask, cfg)).all()
+            for grad in (False, True):
+                clean = call(logp.clone().requires_grad_(grad), ref, mask, cfg)
+                dirty = call(dirty_logp.clone().requires_grad_(grad), dirty_ref, mask, cfg)
+                torch.testing.assert_close(dirty, clean, rtol=0, atol=0)
 
 
 # ----------------------------------------------------------------------------- k3 overflow
