@@ -1,7 +1,7 @@
 """Cost of the core's KL functions against each library's own KL function, on realistic shapes.
 
 Usage (any venv with torch; run it in a library's venv to compare with that library):
-    python benchmarks/bench_core.py [--lib verl|openrlhf|trl|none] [--json] [--pairs 41]
+    python benchmarks/bench_core.py [--lib verl|openrlhf|trl|none] [--json] [--pairs 201]
         [--dtypes float32,bfloat16] [--clock cpu|wall]
     python benchmarks/bench_core.py --full-kl [--vocab 32000] [--tokens 4096] [--chunk 1024]
         [--grad no|yes|both]
@@ -21,7 +21,8 @@ the median time of each side and the median ratio with its min-max over the pair
 is the thread's CPU time by default (``--clock cpu``: with one torch thread all the work runs
 on the calling thread, so time the scheduler gives to other processes of a shared machine does
 not count); ``--clock wall`` for wall time. Also the largest difference core - native on valid
-tokens and each side's largest error against the float64 value of the same formula, and the
+tokens and each side's largest error against the estimator evaluated in float64 on the same
+inputs (core's float64 path, which the tests check against the textbook formulas), and the
 absolute cost of ``reward_penalty`` (k1, sequence) and ``loss_term`` (k3, sum).
 
 ``--full-kl``: the exact full-vocabulary monitor ``core.full_kl`` over ``tokens`` positions at
@@ -30,6 +31,11 @@ increase over the inputs, each in a fresh child process (CPU: RSS, not accelerat
 with ``--grad both`` (default) also forward and backward (the logits require grad), where
 the increase includes the ``[tokens, V]`` gradient itself (inherent: as large as one input).
 Timings on a shared CPU are noisy: read the ratios, not the milliseconds.
+
+No torch.compile path: tried on this CPU (torch 2.13, inductor C++), the compiled masked k3
+took 79 s to compile, ran slower than eager (0.59 ms vs 0.50 ms per call, native 0.27 ms, on a
+loaded machine) and differed from eager by 2.4e-7 (its own exp), so it is neither faster nor
+exact here; no GPU was available to try it there.
 """
 
 from __future__ import annotations
@@ -165,12 +171,15 @@ def _inputs(
     return base.to(dtype), ref.to(dtype), mask
 
 
-def _float64_error(fn: Fn, base: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor) -> float:
-    """Largest |fn(inputs) - fn(inputs in float64)| on valid tokens: the rounding error of the
-    dtype, against the same formula evaluated exactly enough."""
+def _float64_error(
+    fn: Fn, cfg: KLConfig, base: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor
+) -> float:
+    """Largest |fn(inputs) - k(inputs)| on valid tokens, with k the estimator (and clamps) of
+    ``cfg`` evaluated in float64 on the same (rounded) inputs: the rounding error of a side.
+    (The libraries' own functions cannot be the reference: OpenRLHF's casts to float32.)"""
     with torch.no_grad():
         got = fn(base, ref).double()
-        exact = fn(base.double(), ref.double())
+        exact = core.kl_terms(base.double(), ref.double(), mask, cfg)
     return float((got - exact)[mask].abs().max())
 
 
@@ -226,7 +235,7 @@ def _estimator_rows(
                 "function": desc + tag,
                 "forward_ms": 1e3 * fwd["native"],
                 "fwd_bwd_ms": 1e3 * bwd["native"],
-                "max_err_vs_float64": _float64_error(lib_fn, base, ref, mask),
+                "max_err_vs_float64": _float64_error(lib_fn, cfg, base, ref, mask),
             }
         )
         rows.append(
@@ -242,7 +251,7 @@ def _estimator_rows(
                 "ratio_fwd_bwd_min": bwd["ratio_min"],
                 "ratio_fwd_bwd_max": bwd["ratio_max"],
                 "max_abs_diff": float(diff),
-                "max_err_vs_float64": _float64_error(core_fn, base, ref, mask),
+                "max_err_vs_float64": _float64_error(core_fn, cfg, base, ref, mask),
                 "pairs": pairs,
                 "clock": clock,
             }
@@ -332,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lib", default="none", choices=["none", "verl", "openrlhf", "trl"])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--length", type=int, default=2048)
-    p.add_argument("--pairs", type=int, default=41, help="interleaved pairs (median, min-max)")
+    p.add_argument("--pairs", type=int, default=201, help="interleaved pairs (median, min-max)")
     p.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated dtypes")
     p.add_argument("--clock", default="cpu", choices=sorted(CLOCKS), help="thread CPU or wall")
     p.add_argument(

@@ -1174,13 +1174,14 @@ def full_kl(
     vocabulary) contributes 0 (the xlogy convention). Differentiable when the inputs require
     grad. Returns float32 or wider; 0 on padding.
 
-    Memory: three ``[chunk_size, V]`` buffers of the work dtype, never a second ``[B, T, V]``
-    tensor, also with grad: the graph keeps only the inputs and the ``[B, T]`` result, and
-    the backward recomputes each chunk (about one more forward's time) and writes the
-    ``[B, T, V]`` gradient itself (inherent: as large as the logits). Measured at 2048 x 32000
-    float32 (250 MiB per input), chunk 1024: peak RSS increase 382 MiB forward, 635 MiB
-    forward + backward (before: 632 and 1009 MiB; the old graph held three [B, T, V] float32
-    tensors, with the gradient 4x the logits); ``python benchmarks/bench_core.py --full-kl``.
+    Memory: a few (three or four) ``[chunk_size, V]`` buffers of the work dtype, never a
+    second ``[B, T, V]`` tensor, also with grad: the graph keeps only the inputs and the
+    ``[B, T]`` result, and the backward recomputes each chunk (about one more forward's time)
+    and writes the ``[B, T, V]`` gradient itself (inherent: as large as the logits). Measured
+    at 2048 x 32000 float32 (250 MiB per input), chunk 1024: peak RSS increase 382 MiB
+    forward, 635 MiB forward + backward (before: 632 and 1009 MiB; the old graph held three
+    ``[B, T, V]`` float32 tensors, with the gradient 4x the logits); at 4096 positions see
+    ``python benchmarks/bench_core.py --full-kl`` (benchmarks/results.md).
 
     ``nan_policy`` is :attr:`KLConfig.nan_policy`'s: a non-finite KL on a valid token (a NaN
     logit, or pi > 0 where pi_ref = 0) raises :class:`NonFiniteKLError` naming its row and
