@@ -35,15 +35,17 @@ def test_variables_defaults_and_arithmetic() -> None:
 
 
 def test_caller_variables_and_unresolved() -> None:
+    # an unset variable expands to empty, as bash does in a clean environment (issue 12)
     script = parse_script("run a=$KNOWN b=$UNKNOWN\n", {"KNOWN": "3"})
     cmd = script.commands[0]
-    assert cmd.words == ["run", "a=3", "b=$UNKNOWN"]
+    assert cmd.words == ["run", "a=3", "b="]
     assert cmd.unresolved == ["UNKNOWN"]
 
 
 def test_the_environment_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KLP_AUDIT_TEST_VAR", "from-env")
-    assert words("run $KLP_AUDIT_TEST_VAR\n") == [["run", "$KLP_AUDIT_TEST_VAR"]]
+    # read as in `env -i bash`: the variable is unset there, so the word disappears (issue 12)
+    assert words("run $KLP_AUDIT_TEST_VAR\n") == [["run"]]
 
 
 def test_separators_pipes_and_redirections() -> None:
