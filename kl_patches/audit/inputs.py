@@ -119,14 +119,11 @@ def _entry_at(words: list[str], i: int) -> tuple[AdapterDescriptor, int, str, st
                 and tuple(words[i + 1 : i + n]) == entry.command[1:]
             ):
                 return d, i + n, entry.label, ""
-    for name in (module, dotted):
-        if not name:
-            continue
+    if module:
         for d in adapters.descriptors():
-            found = d.match_entry(name)
+            found = d.match_entry(module)
             if found is not None:
-                start = i + 2 if module else i + 1
-                return d, start, found.label, "it follows the pattern of the library's trainers"
+                return d, i + 2, found.label, "it follows the pattern of the library's trainers"
     return None
 
 
@@ -162,9 +159,15 @@ class _Ctx:
 
 
 def _where(cmd: Command, ctx: _Ctx) -> str:
-    source = cmd.file if cmd.file is not None else ctx.origin
-    labels = [*cmd.loop, *cmd.branch]
-    return f"{source}:{cmd.line}" + (f" [{', '.join(labels)}]" if labels else "")
+    """``path:line`` of a command, with the chain of followed files, the function calls, loop
+    values and undecidable branches it is in: ``run.sh:9 -> inner.sh:2 [f@4, seed=1]``."""
+    if cmd.file is None:
+        where = f"{ctx.origin}:{cmd.line}"
+    else:
+        chain = [ctx.origin + hop if hop.startswith(":") else hop for hop in cmd.via]
+        where = " -> ".join([*chain, f"{cmd.file}:{cmd.line}"])
+    labels = [*cmd.calls, *cmd.loop, *cmd.branch]
+    return where + (f" [{', '.join(labels)}]" if labels else "")
 
 
 def _drop_unknown(
@@ -314,6 +317,7 @@ def _python_launches(
     ctx: _Ctx,
     cmd: Command | None,
     script_path: Path | None,
+    python_text: bool = False,
 ) -> list[AuditInput]:
     """The trainers a Python script builds, as inputs (``argv``: the command line it gets)."""
     script = read_python(text, origin)
@@ -352,7 +356,7 @@ def _python_launches(
             context["overrides"] = tuple(launch.overrides)
         if launch.unresolved:
             context["unresolved"] = tuple(launch.unresolved)
-        where = f"{origin}:{launch.line}"
+        where = f"{origin} -> python:{launch.line}" if python_text else f"{origin}:{launch.line}"
         if cmd is not None:
             where = f"{_where(cmd, ctx)} -> {os.path.basename(origin)}:{launch.line}"
         out.append(
@@ -373,7 +377,7 @@ def _python_launches(
 
 
 def _hydra_app(
-    script: PyScript, path: Path, cmd: Command, start: int, ctx: _Ctx
+    script: PyScript, path: Path, cmd: Command, start: int, ctx: _Ctx, word: str
 ) -> AuditInput | None:
     """A Python script that is a Hydra app importing a library that takes overrides (a fork's
     copy of ``main_ppo``): read as that library's assumed entry, on the config it names."""
@@ -392,7 +396,7 @@ def _hydra_app(
             if hydra.get("config_path") and not os.path.isabs(hydra["config_path"]):
                 hydra["config_path"] = str(path.parent / hydra["config_path"])
             context["hydra"] = hydra
-            context["entry"] = str(path)
+            context["entry"] = word
             context["assumed"] = f"a Hydra app importing {d.name}, read as {d.assumed_entry}"
             lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
             return _make_input(d, lp, cmd, ctx, lost, empty)
@@ -421,7 +425,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
         except InputError as err:
             ctx.scan.notes.append(str(err))
             return []
-        hydra = _hydra_app(script, Path(found), cmd, i + 1, ctx)
+        hydra = _hydra_app(script, Path(found), cmd, i + 1, ctx, word)
         if hydra is not None:
             return [hydra]
         inputs = _python_launches(text, found, argv, ctx, cmd, Path(found))
@@ -429,6 +433,16 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
             return inputs
         if script.others:
             return []
+    dotted = _dotted(word)
+    for d in adapters.descriptors():
+        matched = d.match_entry(dotted) if dotted else None
+        if matched is not None:
+            kept, lost, empty = _drop_unknown(cmd, i + 1)
+            lp = d.entry_payload(matched.label, kept, ctx.base_dir, ctx.origin)
+            context = {**lp.context, "entry": matched.label}
+            context["assumed"] = "it follows the pattern of the library's trainers"
+            lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
+            return [_make_input(d, lp, cmd, ctx, lost, empty)]
     for d in adapters.descriptors():
         for suffix, label in d.scripts.items():
             if word.replace("\\", "/").endswith(suffix):
@@ -463,7 +477,9 @@ def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | N
 def _from_command(cmd: Command, ctx: _Ctx) -> list[AuditInput]:
     if cmd.python is not None:
         try:
-            return _python_launches(cmd.python, _where(cmd, ctx), None, ctx, None, None)
+            return _python_launches(
+                cmd.python, _where(cmd, ctx), None, ctx, None, None, python_text=True
+            )
         except InputError as err:
             ctx.scan.notes.append(str(err))
             return []
@@ -487,6 +503,10 @@ def _from_command(cmd: Command, ctx: _Ctx) -> list[AuditInput]:
             d, start, label, how = entry
             kept, lost, empty = _drop_unknown(cmd, start)
             lp = d.entry_payload(label, kept, ctx.base_dir, _where(cmd, ctx))
+            if "entry" not in lp.context:
+                lp = LaunchPayload(
+                    lp.payload, lp.notes, lp.kl_config, {**lp.context, "entry": label}, lp.findings
+                )
             if how:
                 context = dict(lp.context)
                 context.setdefault("entry", label)
@@ -533,7 +553,7 @@ def inputs_from_mapping(
     if job is not None and library_of_mapping(data) is None:
         text, variables = job
         base = path.parent if path is not None else None
-        return inputs_from_text(text, origin, library, variables, base, version=version)
+        return inputs_from_text(text, f"{origin}:run", library, variables, base, version=version)
     lib = library or library_of_mapping(data)
     if lib is None:
         readable = [d for d in adapters.descriptors() if d.reads_config_files]

@@ -196,6 +196,11 @@ class Command:
     """True when the command forwards the script's own arguments (``$@``, ``$*``, ``$1``)."""
     vanished: list[str] = field(default_factory=list)
     """Never-set variables whose whole word expanded to nothing (bash drops the word)."""
+    calls: tuple[str, ...] = ()
+    """``NAME@LINE`` of each enclosing function call (outermost first)."""
+    via: tuple[str, ...] = ()
+    """``FILE:LINE`` (or ``:LINE`` in the script itself) of each ``source``/``bash FILE`` that
+    led to the followed file this command is in (outermost first)."""
 
 
 @dataclass
@@ -1397,6 +1402,9 @@ class _World:
         self.locals: list[dict[str, tuple[str | None, _Taint | None]]] = []
         self.file: str | None = None
         self.script: str = ""
+        self.calls: tuple[str, ...] = ()
+        self.via: tuple[str, ...] = ()
+        self.line_offset = 0
 
     def copy(self) -> _World:
         w = _World()
@@ -1420,6 +1428,9 @@ class _World:
         w.locals = [dict(x) for x in self.locals]
         w.file = self.file
         w.script = self.script
+        w.calls = self.calls
+        w.via = self.via
+        w.line_offset = self.line_offset
         return w
 
     @property
@@ -1693,7 +1704,11 @@ class _Interp:
         out: list[tuple[_World, Any]] = []
         ws = self.run_list(cond.items[:-1], [w]) if len(cond.items) > 1 else [w]
         name = "then" if k == 0 else f"elif{k}"
-        labels = (f"if@{node.line}={name}", f"if@{node.line}=not-{name}")
+        last = k == len(node.clauses) - 1
+        labels = (
+            f"if@{node.line}={name}",
+            f"if@{node.line}=" + ("else" if last else f"not-{name}"),
+        )
 
         def yes(x: _World) -> list[tuple[_World, Any]]:
             return [(y, "ext") for y in self.run_list(body.items, [x])]
@@ -1977,7 +1992,9 @@ class _Interp:
                 assert m is not None
                 prefix[m.group(1)] = self._expand_string(m.group(4), w)[0]
         if name in w.funcs and not getattr(words[0], "array", None):
-            return self._call(w.funcs[name], [f.text for f in words[1:]], w, node.line)
+            return self._call(
+                w.funcs[name], [f.text for f in words[1:]], w, node.line + w.line_offset, name
+            )
         if name in _BUILTINS:
             self._emit(words, prefix, node, w)
             builtin = self._builtin(name, words, prefix, node, w)
@@ -1995,7 +2012,11 @@ class _Interp:
         w: _World,
         vanished: list[str] | None = None,
     ) -> Command:
-        cmd = Command(words=[f.text for f in words], line=node.line, assignments=prefix)
+        cmd = Command(
+            words=[f.text for f in words], line=node.line + w.line_offset, assignments=prefix
+        )
+        cmd.calls = w.calls
+        cmd.via = w.via
         for v in vanished or ():
             cmd.vanished.append(v)
             if v not in cmd.unresolved:
@@ -2157,10 +2178,12 @@ class _Interp:
             frame[name] = (w.get(name) if w.is_set(name) else None, w.taint.get(name))
 
     def _call(
-        self, body: _Node, args: list[str], w: _World, line: int
+        self, body: _Node, args: list[str], w: _World, line: int, name: str = ""
     ) -> tuple[list[_World], list[Any]]:
         saved = (w.pos, w.pos_known)
+        saved_calls = w.calls
         w.pos, w.pos_known = list(args), True
+        w.calls = (*w.calls, f"{name}@{line}")
         w.locals.append({})
         self.call_depth += 1
         try:
@@ -2175,6 +2198,7 @@ class _Interp:
                 else:
                     x.set(n, old, taint)
             x.pos, x.pos_known = saved
+            x.calls = saved_calls
             x.returning = False
         return worlds, statuses
 
@@ -2241,7 +2265,7 @@ class _Interp:
             return self._source(args, w, node)
         if name == "eval":
             text = " ".join(args)
-            return self._run_text(text, w, node.line, None, keep_state=True)
+            return self._run_text(text, w, node.line + w.line_offset, None, keep_state=True)
         if name in ("read", "mapfile", "readarray"):
             return self._read(name, words, node, w)
         if name in ("shopt", "alias", "unalias", "trap", "umask", "wait", "hash", "ulimit"):
@@ -2314,7 +2338,7 @@ class _Interp:
         saved = (w.pos, w.pos_known)
         if len(args) > 1:
             w.pos, w.pos_known = args[1:], True
-        worlds, sts = self._run_text(text, w, node.line, found, keep_state=True)
+        worlds, sts = self._run_text(text, w, node.line + w.line_offset, found, keep_state=True)
         for x in worlds:
             if len(args) > 1:
                 x.pos, x.pos_known = saved
@@ -2326,9 +2350,14 @@ class _Interp:
     ) -> tuple[list[_World], list[Any]]:
         """Read ``text`` as shell in ``w`` (``source``, ``eval``, ``bash -c`` with a copy)."""
         self.call_depth += 1
-        saved_file = w.file
+        saved = (w.file, w.via, w.line_offset)
         if file is not None:
+            here = f"{w.file}:{line}" if w.file else f":{line}"
+            w.via = (*w.via, here)
             w.file = file
+            w.line_offset = 0
+        else:
+            w.line_offset = line - 1
         try:
             lexer = _Lexer(text)
             parser = _Parser(lexer)
@@ -2349,7 +2378,7 @@ class _Interp:
         finally:
             self.call_depth -= 1
         for x in worlds:
-            x.file = saved_file
+            x.file, x.via, x.line_offset = saved
         return worlds, ["ext"] * len(worlds)
 
     def _read(
@@ -2445,7 +2474,7 @@ class _Interp:
                     return [w]
                 child.pos = rest[2:]
                 child.pos_known = True
-                self._run_text(rest[0], child, node.line, None, keep_state=False)
+                self._run_text(rest[0], child, node.line + w.line_offset, None, keep_state=False)
                 return [w]
             if rest:
                 found = self.resolve(rest[0], w)
@@ -2458,10 +2487,12 @@ class _Interp:
                     return [w]
                 child.pos = rest[1:]
                 child.pos_known = True
-                self._run_text(text, child, node.line, found, keep_state=False)
+                self._run_text(text, child, node.line + w.line_offset, found, keep_state=False)
                 return [w]
             if cmd.heredoc is not None:
-                self._run_text(cmd.heredoc, child, node.line, None, keep_state=False)
+                self._run_text(
+                    cmd.heredoc, child, node.line + w.line_offset + 1, None, keep_state=False
+                )
             return [w]
         return [w]
 
@@ -2479,6 +2510,9 @@ class _Interp:
         child.labels = w.labels
         child.loop = w.loop
         child.file = w.file
+        child.calls = w.calls
+        child.via = w.via
+        child.line_offset = w.line_offset
         return child
 
     def _path_for_write(self, target: str, w: _World) -> str | None:
@@ -2939,7 +2973,7 @@ class _Expander:
         self.cur_open = False
 
     def _add_split(self, value: str, taint: _Taint) -> None:
-        if not self.split:
+        if not self.split or taint.unknown:  # an unknown value stays one word
             self._add(value, taint)
             return
         if not value:
@@ -3596,7 +3630,7 @@ def _merge(interp: _Interp) -> list[Command]:
     order: list[tuple[Any, ...]] = []
     for cmd, labels in interp.emitted:
         texts = {text for cid, text in labels if cid in valid}
-        key = (cmd.file, cmd.line, cmd.loop, tuple(cmd.words), tuple(cmd.dropped))
+        key = (cmd.file, cmd.line, cmd.loop, cmd.calls, tuple(cmd.words), tuple(cmd.dropped))
         if key in seen:
             first, common = seen[key]
             seen[key] = (first, (common or set()) & texts)
