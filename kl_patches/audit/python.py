@@ -568,7 +568,9 @@ class _Reader:
                 return tuple(parsed) if len(parsed) != 1 else parsed[0]
         if short in self.configs:
             lib, label = self.configs[short]
-            return _Config(lib, label, kwargs, unresolved, line=node.lineno)
+            known = {k: v for k, v in kwargs.items() if not isinstance(v, (_Unknown, _ClassRef))}
+            unknown = [k for k in kwargs if k not in known]
+            return _Config(lib, label, known, [*unknown, *unresolved], line=node.lineno)
         if short in self.trainers or short in self.subclasses or short in self.kl_imports:
             self._trainer(node, short, args, kwargs, unresolved)
             return _Unknown(f"{short} instance")
