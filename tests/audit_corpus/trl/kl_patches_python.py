@@ -1,8 +1,9 @@
 """kl-patches' own GRPOTrainer with k1 in the reward (the unbiased configuration)."""
 
+from trl import GRPOConfig
+
 from kl_patches import KLConfig
 from kl_patches.trl import GRPOTrainer
-from trl import GRPOConfig
 
 GRPOTrainer(
     model="m",

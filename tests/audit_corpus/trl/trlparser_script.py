@@ -14,6 +14,5 @@ if __name__ == "__main__":
     parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
     script_args, training_args, model_args = parser.parse_args_and_config()
     training_args.num_iterations = 1
-    trainer = GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[],
-                          args=training_args)
+    trainer = GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[], args=training_args)
     trainer.train()

@@ -1,7 +1,6 @@
 """A fork's copy of verl's main_ppo (a Hydra app importing verl), run by path."""
 
 import hydra
-
 from verl.trainer.main_ppo import run_ppo
 
 
