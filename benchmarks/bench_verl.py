@@ -19,10 +19,14 @@ functions, captured before any ``apply`` (the same objects ``revert`` puts back:
 
 Time: on this shared 2-core VM the speed drifts by up to 1.5x for seconds at a time, so the two
 calls of a pair alternate (shuffled) within one visit of the case and the ratio compares samples
-taken side by side. Median over ``--rounds`` visits per case (cases in a shuffled order; ``apply``
-and one untimed warm-up call of each side at the start of a visit) x ``--inner`` pairs per visit;
-inputs are built before the timer; Python's garbage collector is off inside the timer (as in
-timeit), with a collection at the start of each visit. One torch thread.
+taken side by side. ``--rounds`` visits per case (cases in a shuffled order; ``apply`` and one
+untimed warm-up call of each side at the start of a visit) x ``--inner`` pairs per visit; inputs
+are built before the timer; Python's garbage collector is off inside the timer (as in timeit),
+with a collection at the start of each visit. One torch thread. Each call is timed by the
+thread's CPU time (``time.thread_time``: what the call computed, less exposed to the other jobs
+of a shared machine) and by the wall clock. The ratio is per pair (patched / native of the same
+inner step), reported as the median over all pairs with its min-max; the ms columns are medians
+of the CPU time.
 
 Memory: one more call per side under ``torch.profiler`` (``profile_memory=True``), natives with
 the patch reverted: the peak of bytes held by torch's CPU allocator above its level at the start
@@ -337,25 +341,29 @@ def peak_mib(run: Run) -> float:
     return max(0, *(total - start for _, _, total in events)) / 2**20
 
 
-def timed(run: Run) -> float:
-    """Seconds of one call on fresh inputs, garbage collector off."""
+def timed(run: Run) -> tuple[float, float]:
+    """(thread CPU seconds, wall seconds) of one call on fresh inputs, garbage collector off."""
     call = run.prepare()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         call()
-        return time.perf_counter() - start
+        return time.thread_time() - cpu_start, time.perf_counter() - start
     finally:
         gc.enable()
 
 
+Samples = tuple[list[tuple[float, float]], list[tuple[float, float]]]
+"""Per case: the native and the patched calls' (CPU s, wall s), index k of both from one pair."""
+
+
 def measure(
     cases: list[Case], rounds: int, inner: int, seed: int
-) -> tuple[list[tuple[list[float], list[float]]], list[tuple[float, float]]]:
-    """Per case: (native seconds, patched seconds) and (native MiB, patched MiB)."""
+) -> tuple[list[Samples], list[tuple[float, float]]]:
+    """Per case: the timed pairs (:data:`Samples`) and (native MiB, patched MiB)."""
     from kl_patches.adapters import verl as kv
 
-    times: list[tuple[list[float], list[float]]] = [([], []) for _ in cases]
+    times: list[Samples] = [([], []) for _ in cases]
     shuffler = random.Random(seed)
     order = list(range(len(cases)))
     for _ in range(rounds):
@@ -381,12 +389,18 @@ def measure(
     return times, list(zip(native_mib, patched_mib, strict=True))
 
 
+def pair_ratios(samples: Samples, which: int) -> list[float]:
+    """Patched / native of each pair; ``which`` 0 is the CPU time, 1 the wall time."""
+    native, patched = samples
+    return [p[which] / n[which] for n, p in zip(native, patched, strict=True)]
+
+
 def report(
     cases: list[Case],
-    times: list[tuple[list[float], list[float]]],
+    times: list[Samples],
     memory: list[tuple[float, float]],
 ) -> None:
-    """The table of medians, peaks and patched / native ratios."""
+    """The table of medians, pair ratios with their spread, peaks and memory ratios."""
     titles = {
         "reward": "(a) reward path: apply_kl_penalty + compute_advantage (GRPO)",
         "loss": "(b) ppo_loss + backward (one micro-batch, global token/sequence counts)",
@@ -397,18 +411,20 @@ def report(
         print(title)
         print(
             f"{'patched call':{wide}}{'native baseline':{wide_native}}{'native ms':>10}"
-            f"{'patched ms':>11}{'time':>8}{'native MiB':>11}{'patched MiB':>12}{'memory':>8}"
+            f"{'patched ms':>11}{'CPU time (min-max)':>25}{'wall':>8}{'native MiB':>11}"
+            f"{'patched MiB':>12}{'memory':>8}"
         )
-        for case, (native_s, patched_s), (native_m, patched_m) in zip(
-            cases, times, memory, strict=True
-        ):
+        for case, samples, (native_m, patched_m) in zip(cases, times, memory, strict=True):
             if case.part != part:
                 continue
-            n, p = statistics.median(native_s), statistics.median(patched_s)
+            n = statistics.median(x[0] for x in samples[0])
+            p = statistics.median(x[0] for x in samples[1])
+            cpu, wall = pair_ratios(samples, 0), pair_ratios(samples, 1)
+            spread = f"{statistics.median(cpu):.2f}x ({min(cpu):.2f}-{max(cpu):.2f})"
             print(
                 f"{case.patched.label:{wide}}{case.native.label:{wide_native}}{1e3 * n:10.2f}"
-                f"{1e3 * p:11.2f}{p / n:7.2f}x{native_m:11.2f}{patched_m:12.2f}"
-                f"{patched_m / native_m:7.2f}x"
+                f"{1e3 * p:11.2f}{spread:>25}{statistics.median(wall):7.2f}x{native_m:11.2f}"
+                f"{patched_m:12.2f}{patched_m / native_m:7.2f}x"
             )
         print()
 
@@ -459,9 +475,10 @@ def main() -> int:
         f"B={a.batch} responses (groups of {GROUP}) x T<={a.length} tokens, float32, coef={COEF}"
     )
     print(
-        f"time: median of {a.rounds * a.inner} calls per side ({a.rounds} shuffled visits x "
-        f"{a.inner} alternating pairs); memory: peak torch CPU-allocator MiB above the call's "
-        "start (torch.profiler, profile_memory=True); ratios patched / native"
+        f"time: {a.rounds * a.inner} pairs per case ({a.rounds} shuffled visits x {a.inner} "
+        "alternating pairs); ms: median thread CPU time per call; CPU time / wall: patched / "
+        "native per pair, median (min-max) over the pairs; memory: peak torch CPU-allocator "
+        "MiB above the call's start (torch.profiler, profile_memory=True), patched / native"
     )
     print()
     report(cases, times, memory)
