@@ -270,15 +270,22 @@ def _ragged_masks() -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("which", range(4), ids=["float", "bool", "long", "double"])
-def test_last_token_placement_equals_core(which: int) -> None:
+def test_last_token_subtraction_equals_core_placement(which: int) -> None:
     mask = _ragged_masks()[which]
     values = torch.tensor([0.5, float("nan"), -2.0, 3.0])  # NaN on the row with no valid token
-    ours = patch._on_last_token(values, mask)
-    theirs = core.on_last_token(values, mask)
-    assert torch.equal(ours, theirs)
-    assert ours[0, 3] == 0.5 and ours[2, 5] == -2.0 and ours[3, 0] == 3.0  # could fail
+    rewards = torch.randn(mask.shape, generator=torch.Generator().manual_seed(20))
+    rewards[1, 0] = 0.0  # an empty row's first slot: +0.0 must stay +0.0
+    rewards[3, 2] = float("nan")  # a NaN reward elsewhere stays where it is
+    ours = patch._minus_on_last_token(rewards, values, mask)
+    theirs = rewards - core.on_last_token(values, mask)
+    assert torch.equal(ours.isnan(), theirs.isnan())
+    assert torch.equal(ours.nan_to_num(), theirs.nan_to_num())  # bit for bit, NaNs aside
+    assert not torch.signbit(ours[1, 0])
+    assert ours[0, 3] == rewards[0, 3] - 0.5 and ours[2, 5] == rewards[2, 5] + 2.0  # could fail
+    assert ours[3, 0] == rewards[3, 0] - 3.0 and torch.equal(ours[1], rewards[1])
+    assert ours.data_ptr() != rewards.data_ptr()  # a new tensor: verl's scores stay as they are
     with pytest.raises(ValueError, match="values must be"):
-        patch._on_last_token(values[:2], mask)
+        patch._minus_on_last_token(rewards, values[:2], mask)
 
 
 def test_group_centring_equals_verl_grpo_without_std() -> None:
@@ -299,6 +306,35 @@ def test_group_centring_equals_verl_grpo_without_std() -> None:
     torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
     assert ours[7] == values[7]  # "d" is alone: verl leaves its value (mean 0)
     assert abs(float(ours[[0, 2, 5, 8]].sum())) < 1e-6  # "a" is centred
+
+
+@pytest.mark.parametrize(
+    "uid",
+    [
+        ["a", "a", "a", "b", "b", "b", "c", "c", "c"],  # contiguous blocks: the reshaped means
+        ["a", "a", "a", "b", "b", "b", "a", "a", "a"],  # "a" in two blocks: one group of 6
+        ["a", "a", "b", "b", "b", "b", "c", "c", "c"],  # uneven blocks
+    ],
+    ids=["blocks", "split-group", "uneven"],
+)
+def test_group_centring_with_block_hint_equals_verl(uid: list[str]) -> None:
+    """The block fast path (group=3) only where it is verl's grouping; verl's loop decides."""
+    import numpy as np
+
+    values = torch.randn(9, generator=torch.Generator().manual_seed(23))
+    index = np.array(uid, dtype=object)
+    mask = torch.ones(9, 2)
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=last_token(values, mask.bool()),
+        response_mask=mask,
+        index=index,
+        norm_adv_by_std_in_grpo=False,
+    )
+    for hint in (0, 3):
+        ours = patch._group_centred(values, index, hint)
+        torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
+    if uid[6] == "a":  # could fail: the split group is centred on all six of its rows
+        assert abs(float(patch._group_centred(values, index, 3)[[0, 1, 2, 6, 7, 8]].sum())) < 1e-6
 
 
 def test_marker_ppo_loss_pads_the_log_probs_once(monkeypatch: pytest.MonkeyPatch) -> None:
