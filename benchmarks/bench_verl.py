@@ -1,13 +1,17 @@
 """Time and peak memory of verl 0.9.1's KL functions, native vs wrapped by the kl-patches patch.
 
 Usage (the verl venv, CPU, about two minutes):
-    python benchmarks/bench_verl.py [--batch 64] [--length 1024] [--rounds 8] [--inner 8]
+    python benchmarks/bench_verl.py [--batch 64] [--reward-batches 512] [--length 1024]
+                                    [--rounds 8] [--inner 8]
 
 verl cannot run a training step on CPU, so this times the three functions the patch wraps, with
 verl's composed config for each case (``to_overrides`` on verl's defaults, GRPO, groups of 8), on
 random log-probs of ``--batch`` responses of up to ``--length`` tokens (ragged, float32):
 
-* reward path: ``ray_trainer.apply_kl_penalty`` then ``ray_trainer.compute_advantage`` (GRPO);
+* reward path: ``ray_trainer.apply_kl_penalty`` then ``ray_trainer.compute_advantage`` (GRPO),
+  also at the ``--reward-batches`` sizes (verl's GRPO loops over rows in Python, so the patch's
+  fixed number of extra tensor operations weighs less on a larger batch; real batches are
+  train_batch_size x rollout.n rows, thousands);
 * loss: ``workers.utils.losses.ppo_loss`` and its backward, the whole batch as one micro-batch
   normalised by the global token and sequence counts, as verl's engine does.
 
@@ -217,29 +221,24 @@ def actor_of(cfg: Any) -> Any:
     return omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
 
 
-def build_cases(batch: int, length: int) -> list[Case]:
-    """The reward-path and loss pairs."""
-    import torch
-    from verl_support.batches import make_rollout
-
+def reward_cases(rollout: Any, suffix: str = "") -> list[Case]:
+    """The reward-path pairs on ``rollout`` (``suffix`` appended to every label)."""
     from kl_patches.adapters import verl as kv
     from kl_patches.adapters.verl.versions import MARKER
     from kl_patches.config import KLConfig
 
-    rollout = make_rollout(batch=batch, length=length, group=GROUP, seed=0)
     cases: list[Case] = []
-
-    # (a) reward path
     native_reward = {}
     for est in ("k1", "k2", "k3"):
         cfg = verl_config(KLConfig(estimator=est, placement="reward", coef=COEF))
         if requested_spec(cfg) is not None:
             raise RuntimeError(f"to_overrides asks for the patch for native {est}-in-reward")
-        label = f"{est} (kl_penalty={cfg.algorithm.kl_penalty})"
+        label = f"{est} (kl_penalty={cfg.algorithm.kl_penalty}){suffix}"
         native_reward[est] = (cfg, reward_run(label, rollout, cfg, native=True))
     k1_reward = KLConfig(estimator="k1", placement="reward", coef=COEF)
     k1_cfg, k1_native = native_reward["k1"]
-    passthrough = reward_run("apply(k1 reward), native config", rollout, k1_cfg, native=False)
+    label = f"apply(k1 reward), native config{suffix}"
+    passthrough = reward_run(label, rollout, k1_cfg, native=False)
     cases.append(Case("reward", kv.PatchSpec(k1_reward), passthrough, k1_native))
     for label, config, outside, est in (
         ("k1 reward, KL outside GRPO std", k1_reward, True, "k1"),
@@ -260,8 +259,26 @@ def build_cases(batch: int, length: int) -> list[Case]:
         spec = requested_spec(cfg)
         if spec is None or cfg.algorithm.kl_penalty != MARKER:
             raise RuntimeError(f"{label}: to_overrides did not select the patch")
-        run = reward_run(label, rollout, cfg, native=False)
+        run = reward_run(label + suffix, rollout, cfg, native=False)
         cases.append(Case("reward", spec, run, native_reward[est][1]))
+    return cases
+
+
+def build_cases(batch: int, length: int, reward_batches: tuple[int, ...] = ()) -> list[Case]:
+    """The reward-path pairs (at ``batch`` and at each of ``reward_batches``) and the loss
+    pairs (at ``batch``)."""
+    import torch
+    from verl_support.batches import make_rollout
+
+    from kl_patches.adapters import verl as kv
+    from kl_patches.adapters.verl.versions import MARKER
+    from kl_patches.config import KLConfig
+
+    rollout = make_rollout(batch=batch, length=length, group=GROUP, seed=0)
+    cases = reward_cases(rollout)
+    for size in reward_batches:
+        big = make_rollout(batch=size, length=length, group=GROUP, seed=0)
+        cases += reward_cases(big, f" [B={size}]")
 
     # (b) loss
     advantages = torch.randn(rollout.mask.shape, generator=torch.Generator().manual_seed(1))
@@ -443,6 +460,11 @@ def check_equivalent() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--batch", type=int, default=64, help="responses (multiple of 8)")
+    parser.add_argument(
+        "--reward-batches",
+        default="512",
+        help="comma-separated further batch sizes for the reward path ('' for none)",
+    )
     parser.add_argument("--length", type=int, default=1024, help="max response tokens")
     parser.add_argument("--rounds", type=int, default=8, help="shuffled visits of every case")
     parser.add_argument("--inner", type=int, default=8, help="timed pairs per visit")
@@ -450,6 +472,12 @@ def main() -> int:
     a = parser.parse_args()
     if a.batch <= 0 or a.batch % GROUP:
         parser.error(f"--batch must be a positive multiple of the GRPO group size {GROUP}")
+    try:
+        extra = tuple(int(x) for x in a.reward_batches.split(",") if x.strip())
+    except ValueError:
+        parser.error(f"--reward-batches: {a.reward_batches!r} is not a comma-separated list")
+    if any(x <= 0 or x % GROUP for x in extra):
+        parser.error(f"--reward-batches {a.reward_batches!r}: each a positive multiple of {GROUP}")
 
     import logging
 
@@ -464,7 +492,7 @@ def main() -> int:
     start = time.monotonic()
     try:
         capture_originals()
-        cases = build_cases(a.batch, a.length)
+        cases = build_cases(a.batch, a.length, extra)
         times, memory = measure(cases, a.rounds, a.inner, a.seed)
     finally:
         kv.revert()
