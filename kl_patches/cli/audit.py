@@ -10,10 +10,8 @@ severity ``error``: the KL is silently dropped, or the objective is not what the
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -131,9 +129,8 @@ def main(argv: list[str]) -> int:
             if args.debug or errors.debug_requested([], False):
                 raise
             failure = errors.failure_of("kl-patches audit", err)
-            if failure.kind == "internal":
-                failure = dataclasses.replace(failure, message=f"while reading: {failure.message}")
-            errors.say(f"kl-patches audit: {origin}: {failure.message}")
+            where = "" if failure.message.startswith(origin) else f"{origin}: "
+            errors.say(f"kl-patches audit: {where}{failure.message}")
             failed.append(_error_item(origin, failure))
     if args.installed:
         found, skipped = audit_installed()
@@ -152,5 +149,5 @@ def main(argv: list[str]) -> int:
         print(text)
         sys.stdout.flush()
     except BrokenPipeError:  # `kl-patches audit ... | head`: the reader left, keep the code
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (stop the flush at exit failing)
+        errors.quiet_stdout()
     return code

@@ -103,9 +103,36 @@ def invalid(field: str, value: object, valid: Sequence[object] | str) -> UsageEr
 
 
 # ----------------------------------------------------------------------------- argparse
-def _parser_error(prog: str) -> Callable[[str], NoReturn]:
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def suggestions(unknown: Sequence[str], options: Sequence[str]) -> str:
+    """`` valid --kl.* options: ...`` / `` did you mean --x?`` for unrecognized option words."""
+    import difflib
+
+    notes = []
+    for word in unknown:
+        if not word.startswith("-"):
+            continue
+        flag = word.split("=", 1)[0]
+        prefix = flag[: flag.index(".") + 1] if "." in flag else ""
+        family = sorted(o for o in options if prefix and o.startswith(prefix))
+        if family:
+            notes.append(f"valid {prefix}* options: {', '.join(family)}")
+            continue
+        close = difflib.get_close_matches(flag, list(options), n=3, cutoff=0.6)
+        if close:
+            notes.append(f"did you mean {' or '.join(close)}?")
+    return "".join(f"; {n}" for n in dict.fromkeys(notes))
+
+
+def _parser_error(parser: argparse.ArgumentParser) -> Callable[[str], NoReturn]:
     def error(message: str) -> NoReturn:
-        raise UsageError(f"{message} (see {prog} --help)")
+        hint = ""
+        if message.startswith(_UNRECOGNIZED):
+            words = message[len(_UNRECOGNIZED) :].split()
+            hint = suggestions(words, list(parser._option_string_actions))
+        raise UsageError(f"{message}{hint} (see {parser.prog} --help)")
 
     return error
 
@@ -115,12 +142,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Raise instead of printing the usage and exiting (the wrapper prints one line)."""
-        _parser_error(self.prog)(message)
+        _parser_error(self)(message)
 
 
 def one_line(parser: _Parser) -> _Parser:
     """Make a library's own parser (e.g. TRL's ``TrlParser``) raise :class:`UsageError` too."""
-    setattr(parser, "error", _parser_error(parser.prog))  # noqa: B010  (an instance override)
+    setattr(parser, "error", _parser_error(parser))  # noqa: B010  (an instance override)
     return parser
 
 
@@ -261,8 +288,10 @@ class Failure:
 
 
 def _flat(text: str) -> str:
-    """One line: newlines and runs of blanks become single spaces."""
-    return " ".join(text.split()) or "(no message)"
+    """One line: newlines and runs of blanks become single spaces; a ``kl_patches:`` prefix of
+    the package's own messages goes (the line starts with the command's name)."""
+    line = " ".join(text.split()) or "(no message)"
+    return line.removeprefix("kl_patches: ")
 
 
 def failure_of(prog: str, exc: BaseException) -> Failure:
@@ -313,7 +342,7 @@ def say(line: str) -> None:
             print(line, file=sys.stderr)
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -335,14 +364,18 @@ def json_requested(own_argv: Sequence[str]) -> bool:
     return any(a == "--json" or a.startswith("--json=") for a in own_argv)
 
 
+def _pass_through(exc: BaseException) -> None:
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(exc, _PASSTHROUGH, True)
+
+
 @contextlib.contextmanager
 def library_code() -> Iterator[None]:
     """Run a library's own code: its exceptions pass :func:`command` untouched."""
     try:
         yield
     except BaseException as exc:
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(exc, _PASSTHROUGH, True)
+        _pass_through(exc)
         raise
 
 
@@ -392,12 +425,13 @@ def command(
                     sys.stdout.flush()
                     return _exit_code(exc)
             except BrokenPipeError:
-                _quiet_stdout()
+                quiet_stdout()
                 return EXIT_BROKEN_PIPE
             except BaseException as exc:
                 if not isinstance(exc, Exception | KeyboardInterrupt):
                     raise
                 if getattr(exc, _PASSTHROUGH, False) or debug_requested(own, debug_option):
+                    _pass_through(exc)  # an enclosing command (the dispatcher) lets it go too
                     raise
                 failure = failure_of(prog, exc)
                 if json_output and json_requested(own):
@@ -406,7 +440,7 @@ def command(
                         print(json.dumps(doc, indent=2))
                         sys.stdout.flush()
                     except BrokenPipeError:
-                        _quiet_stdout()
+                        quiet_stdout()
                 say(failure.line)
                 return failure.exit_code
 

@@ -145,12 +145,10 @@ def _betas(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"--betas expects numbers like 0.05,0.1; got {text!r}"
-        ) from err
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.05,0.1; got {text!r}") from err
     if not values or any(not math.isfinite(v) or v < 0 for v in values):
         raise argparse.ArgumentTypeError(
-            f"--betas expects finite non-negative numbers; got {text!r}"
+            f"expected finite non-negative numbers like 0.05,0.1; got {text!r}"
         )
     return values
 
