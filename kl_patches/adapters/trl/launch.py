@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
             flags.deprecated(f"--{key}", f"--kl.{FIELD_OF[key]}")
     script = importlib.import_module(SCRIPTS[args[0]])
     types = (*script.make_parser().dataclass_types, KLArguments)
-    parser = errors.one_line(TrlParser(types))
+    parser = errors.one_line(TrlParser(types, prog=f"python -m kl_patches.trl {args[0]}"))
     *parsed, kl_args = parser.parse_args_and_config(rest)
     try:
         base = kl_args.to_config()
