@@ -426,3 +426,28 @@ def test_inputs_that_used_to_hang(argv: list[str], fragment: str, tmp_path: Path
         timeout=60,
     )
     one_line_error(done.returncode, done.stdout, done.stderr, fragment)
+
+
+def test_the_counting_script_reads_every_module_and_counts_passes_only() -> None:
+    """``benchmarks/reliability_counts.py``: every module has unique CASES, and a case counts as
+    handled only when all its tests passed (a skip or a failure does not count)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reliability_counts", ROOT / "benchmarks" / "reliability_counts.py"
+    )
+    assert spec is not None and spec.loader is not None
+    counts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(counts)
+    cases = counts.load_cases()
+    assert ("dispatch", "unknown-command") in cases["test_cli_errors"]
+    collector = counts.Collector()
+    collector.outcomes[("m", "a")] = ["passed", "passed"]
+    collector.outcomes[("m", "cat-b")] = ["passed"]
+    collector.outcomes[("m", "c")] = ["passed", "skipped"]
+    collector.outcomes[("m", "d")] = ["failed"]
+    assert counts.handled(collector, "m", "cat", "a") and counts.handled(collector, "m", "cat", "b")
+    assert not counts.handled(collector, "m", "cat", "c")
+    assert not counts.handled(collector, "m", "cat", "d")
+    assert not counts.handled(collector, "m", "cat", "e")  # not found
+    assert not counts.handled(collector, "other", "cat", "a")
