@@ -8,8 +8,10 @@ both (the ``--kl`` flags win; ``--kl_FIELD`` flags still work, with a deprecatio
 runs TRL's
 ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. Under ``accelerate launch -m
 kl_patches.trl ...`` every rank runs this module, so every rank applies the patch; at exit each
-rank reports (on stderr) its config and how often each hook ran, and fails if the loss or
-scoring hooks never ran.
+rank reports (on stderr, one write per line) its config and how often each hook ran, fails if
+the loss or scoring hooks never ran, and ends with ``os._exit`` so that gloo's destructors
+cannot deadlock (see :func:`main`). Bad arguments are one line on stderr and exit code 2
+(:mod:`kl_patches.cli.errors`); the KL flags are checked before TRL is imported.
 """
 
 from __future__ import annotations
