@@ -437,7 +437,7 @@ def main(argv: list[str]) -> int:
         raise errors.invalid(
             "--vocab/--length",
             f"{args.vocab}/{args.length}",
-            "every sequence is enumerated, so V**T must be <= 20000",
+            "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
         )
     if args.plot:  # checked before the run, not after it
         errors.need_module("matplotlib", "--plot")

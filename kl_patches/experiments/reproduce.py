@@ -194,7 +194,7 @@ def main(argv: list[str]) -> int:
         raise errors.invalid(
             "--vocab/--length",
             f"{args.vocab}/{args.length}",
-            "every sequence is enumerated, so V**T must be <= 20000",
+            "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
         )
     task = ToyTask(vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed)
     # Every output is checked before the run (minutes), not when it is written after it.

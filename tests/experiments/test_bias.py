@@ -37,7 +37,7 @@ def test_bias_table_text_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_bias_rejects_huge_enumeration(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["bias", "--vocab", "10", "--length", "9"]) == 2
-    assert "V**T must be <= 20000" in capsys.readouterr().err
+    assert "(vocab**length) must be <= 20000" in capsys.readouterr().err
 
 
 def test_cli_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,7 +90,12 @@ ONE_LINE: list[tuple[str, str, list[str], str]] = [
     ),
     ("bias", "vocab-below-2", ["bias", "--vocab", "1"], "argument --vocab: 1 is too small"),
     ("bias", "length-not-int", ["bias", "--length", "x"], "argument --length: 'x' is not an"),
-    ("bias", "enumeration-too-large", ["bias", "--vocab", "10", "--length", "9"], "V**T must"),
+    (
+        "bias",
+        "enumeration-too-large",
+        ["bias", "--vocab", "10", "--length", "9"],
+        "(vocab**length) must be <= 20000",
+    ),
     ("bias", "one-batch", ["bias", "--num-batches", "1"], "use an integer >= 2"),
     ("bias", "zero-batch-size", ["bias", "--batch-size", "0"], "argument --batch-size: 0 is"),
     ("bias", "level-zero", ["bias", "--off-policy", "--levels", "0"], "argument --levels"),
@@ -125,7 +130,12 @@ ONE_LINE: list[tuple[str, str, list[str], str]] = [
         "invalid choice: 'gpt' (choose from 'tabular', 'transformer')",
     ),
     ("reproduce", "vocab-one", ["reproduce", "--vocab", "1"], "argument --vocab: 1 is too"),
-    ("reproduce", "too-large", ["reproduce", "--vocab", "200", "--length", "2"], "V**T must"),
+    (
+        "reproduce",
+        "too-large",
+        ["reproduce", "--vocab", "200", "--length", "2"],
+        "(vocab**length) must be <= 20000",
+    ),
     (
         "reproduce",
         "json-folder-missing",
@@ -406,9 +416,15 @@ def test_closed_stdout(argv: list[str], code: int) -> None:
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        pytest.param(["bias", "--length", "1000000000"], "V**T must", id="bias-huge-length"),
         pytest.param(
-            ["reproduce", "--length", "1000000000"], "V**T must", id="reproduce-huge-length"
+            ["bias", "--length", "1000000000"],
+            "(vocab**length) must be <= 20000",
+            id="bias-huge-length",
+        ),
+        pytest.param(
+            ["reproduce", "--length", "1000000000"],
+            "(vocab**length) must be <= 20000",
+            id="reproduce-huge-length",
         ),
         pytest.param(
             ["demo", "--steps", "-1"], "--steps: -1 is too small", id="demo-negative-steps"
