@@ -198,7 +198,7 @@ def test_bad_kl_value_on_two_ranks_is_one_line_each(tmp_path: Path) -> None:
     )
     assert not done.hung and done.left == () and done.killed == ()
     assert done.returncode not in (0, None)
-    ours = [line for line in done.stderr.splitlines() if line.startswith("kl_patches.trl")]
+    ours = [line for line in done.stderr.splitlines() if line.startswith("kl_patches.trl: ")]
     expected = "kl_patches.trl: --kl.estimator='k9' is not valid; choose one of ['k1', 'k2', 'k3']"
     assert ours and set(ours) == {expected}, done.stderr[-3000:]
     assert f"{os.sep}kl_patches{os.sep}" not in done.stderr, done.stderr[-3000:]
