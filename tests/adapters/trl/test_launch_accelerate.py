@@ -7,7 +7,7 @@ the number of times each hook ran; both ranks must report k1-in-reward and non-z
 and the launcher exits non-zero if a rank's hooks never ran.
 
 No retry: the run must end by itself every time (the launcher ends each rank with ``os._exit``
-so that gloo's destructors cannot deadlock; ``benchmarks/trl_two_rank_exit.py`` repeats this
+so that gloo's destructors cannot deadlock; ``benchmarks/reliability_two_rank_exit.py`` repeats this
 run to measure it). A run that does not end within the timeout fails, and every process it
 started is killed first: torchrun starts each rank in its own session, and a hung rank outlives
 the launcher, so the processes are found by a marker in their environment, not by their group.

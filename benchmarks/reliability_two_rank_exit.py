@@ -1,6 +1,6 @@
 """Repeat the 2-rank ``accelerate launch -m kl_patches.trl grpo`` run and count how each ended.
 
-    python benchmarks/trl_two_rank_exit.py --runs 30 [--native] [--log runs.jsonl]
+    python benchmarks/reliability_two_rank_exit.py --runs 30 [--native] [--log runs.jsonl]
 
 Each run is the one of ``tests/adapters/trl/test_launch_accelerate.py`` (2 CPU ranks, gloo,
 TRL's GRPO script, 2 steps of the tiny model), guarded the same way: a run that has not ended
