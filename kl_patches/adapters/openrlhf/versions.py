@@ -17,7 +17,7 @@ TESTED_VERSION = "0.11.2"
 """The OpenRLHF release whose defaults and code this adapter is tested against."""
 DOTTED_SINCE = "0.10.2"
 """First release with dotted flag names (``--algo.kl.*``)."""
-UNBIASED_GRADIENT_SINCE = "0.11.2"
+UNBIASED_GRADIENT_SINCE = "0.11.1"
 """First release with ``--algo.kl.unbiased_gradient``."""
 NATIVE_KL_CLAMP = 10.0
 """OpenRLHF clamps every estimator value to [-10, 10] (``compute_approx_kl``)."""
