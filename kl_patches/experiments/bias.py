@@ -22,6 +22,7 @@ import json
 import math
 from dataclasses import asdict
 
+from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 from kl_patches.experiments.progress import progress
 from kl_patches.oracle import BiasReport, behaviour_at_level, bias_report, make_problem
@@ -394,12 +395,18 @@ def _off_policy_main(args: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``kl-patches bias``."""
-    parser = argparse.ArgumentParser(prog="kl-patches bias", description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab", type=int, default=3, help="vocabulary size V (default 3)")
-    parser.add_argument("--length", type=int, default=4, help="sequence length T (default 4)")
+    parser = errors.ArgumentParser(prog="kl-patches bias", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--vocab", type=errors.at_least(2), default=3, help="vocabulary size V (default 3)"
+    )
+    parser.add_argument(
+        "--length", type=errors.at_least(1), default=4, help="sequence length T (default 4)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--num-batches", type=int, default=400)
+    parser.add_argument("--batch-size", type=errors.at_least(1), default=16)
+    parser.add_argument(
+        "--num-batches", type=errors.at_least(2), default=400, help="batches (>= 2: a s.e.)"
+    )
     parser.add_argument("--plot", metavar="FILE.png", help="also sweep T=1..6 and plot")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -424,9 +431,17 @@ def main(argv: list[str]) -> int:
         default="ppo",
         help="with --off-policy: PPO-ratio (default) or REINFORCE trainer form",
     )
+    errors.add_debug_option(parser)
     args = parser.parse_args(argv)
-    if args.vocab < 2 or args.length < 1 or args.vocab**args.length > 20000:
-        parser.error("need V >= 2, T >= 1 and V**T <= 20000 (every sequence is enumerated)")
+    if args.length * math.log(args.vocab) > math.log(20000):  # V**T, without computing it
+        raise errors.invalid(
+            "--vocab/--length",
+            f"{args.vocab}/{args.length}",
+            "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
+        )
+    if args.plot:  # checked before the run, not after it
+        errors.need_module("matplotlib", "--plot")
+        errors.writable_file("--plot", args.plot)
     if args.off_policy:
         return _off_policy_main(args)
     reports = run_table(

@@ -16,12 +16,14 @@ The training loop is in :mod:`kl_patches.experiments.reproduce_train`, tables an
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing as mp
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
+from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 from kl_patches.experiments.progress import progress
 from kl_patches.experiments.reproduce_report import (
@@ -143,48 +145,66 @@ def _betas(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.05,0.1; got {text!r}") from err
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
         raise argparse.ArgumentTypeError(
-            f"--betas expects numbers like 0.05,0.1; got {text!r}"
-        ) from err
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"--betas expects non-negative numbers; got {text!r}")
+            f"expected finite non-negative numbers like 0.05,0.1; got {text!r}"
+        )
     return values
 
 
 def main(argv: list[str]) -> int:
     """Entry point of ``kl-patches reproduce``."""
     doc = __doc__ or ""
-    p = argparse.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
     p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
-    p.add_argument("--seeds", type=int, default=5, help="seeds per configuration (default 5)")
-    p.add_argument("--steps", type=int, default=300, help="updates per run (default 300)")
-    p.add_argument("--batch-size", type=int, default=16, help="sequences per update (16)")
+    p.add_argument(
+        "--seeds", type=errors.at_least(1), default=5, help="seeds per configuration (default 5)"
+    )
+    p.add_argument(
+        "--steps", type=errors.at_least(1), default=300, help="updates per run (default 300)"
+    )
+    p.add_argument(
+        "--batch-size", type=errors.at_least(2), default=16, help="sequences per update (16)"
+    )
     p.add_argument(
         "--lr",
-        type=float,
+        type=errors.positive_float,
         default=None,
         help="Adam learning rate (tabular 0.05, transformer 0.003)",
     )
-    p.add_argument("--vocab", type=int, default=3, help="vocabulary size V (3)")
-    p.add_argument("--length", type=int, default=4, help="sequence length T (4)")
+    p.add_argument("--vocab", type=errors.at_least(2), default=3, help="vocabulary size V (3)")
+    p.add_argument("--length", type=errors.at_least(1), default=4, help="sequence length T (4)")
     p.add_argument("--task-seed", type=int, default=0, help="seed of the task instance (0)")
     p.add_argument("--model", choices=MODELS, default="tabular", help="policy (tabular)")
     p.add_argument(
         "--off-policy", action="store_true", help="several mini-batch updates per sampled batch"
     )
-    p.add_argument("--updates", type=int, default=4, help="updates per batch with --off-policy")
-    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    p.add_argument(
+        "--updates", type=errors.at_least(1), default=4, help="updates per batch with --off-policy"
+    )
+    p.add_argument("--workers", type=errors.at_least(1), default=2, help="processes (default 2)")
     p.add_argument("--plot", metavar="DIR", help="write curves and the summary plot to DIR")
     p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
     p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    errors.add_debug_option(p)
     args = p.parse_args(argv)
-    if args.seeds < 1 or args.steps < 1 or args.batch_size < 2 or args.updates < 1:
-        p.error("need --seeds >= 1, --steps >= 1, --batch-size >= 2, --updates >= 1")
-    try:
-        task = ToyTask(vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed)
-    except ValueError as exc:
-        p.error(str(exc))
+    if args.length * math.log(args.vocab) > math.log(20000):  # V**T, without computing it
+        raise errors.invalid(
+            "--vocab/--length",
+            f"{args.vocab}/{args.length}",
+            "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
+        )
+    task = ToyTask(vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed)
+    # Every output is checked before the run (minutes), not when it is written after it.
+    if args.plot:
+        errors.need_module("matplotlib", "--plot")
+        errors.writable_dir("--plot", args.plot)
+    if args.json:
+        errors.writable_file("--json", args.json)
+    if args.markdown:
+        errors.writable_file("--markdown", args.markdown)
     settings = TrainSettings(
         steps=args.steps,
         batch_size=args.batch_size,
