@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from kl_patches import core
+from kl_patches.cli.reproduce import run as main  # the command's options moved to cli/
 from kl_patches.config import KLConfig
 from kl_patches.experiments.reproduce import (
     OFF_POLICY_GRID,
     ON_POLICY_GRID,
-    main,
     make_jobs,
     run_jobs,
 )
