@@ -15,6 +15,8 @@ What changes against TRL 1.16 (and nothing else):
   (:mod:`.advantages`). The penalty uses the sampling policy's log-probs: TRL's
   ``old_per_token_logps`` when it has them, otherwise one extra no-grad forward of the policy
   with TRL's own arguments. The reference forward is never repeated.
+* ``importance_weighting="sequence"``: the reward side is not put in the advantages but added
+  at every loss call from the current log-probs (:mod:`.offpolicy`).
 * Loss side: the differentiable log-probs of TRL's single loss forward are captured and
   :func:`kl_patches.core.loss_term` is added, reduced by ``KLConfig.loss_aggregation`` and
   scaled for gradient accumulation the way TRL scales its own loss.
