@@ -259,8 +259,9 @@ def _training_step(original: Any) -> Callable[..., Any]:
         kl_args = self.args.algo.kl
         sequence = offpolicy.active(config)
         if (config.has_loss or sequence) and not (kl_args.use_loss and kl_args.init_coef > 0):
+            side = "runs its reward-side KL in the loss" if sequence else "has a loss side"
             raise RuntimeError(
-                f"kl_patches: {config} has a loss side, but OpenRLHF runs with use_loss="
+                f"kl_patches: {config} {side}, but OpenRLHF runs with use_loss="
                 f"{kl_args.use_loss}, init_coef={kl_args.init_coef}, which skips the KL loss; "
                 f"launch with {to_args(config)}"
             )

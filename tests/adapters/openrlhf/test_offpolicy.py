@@ -175,7 +175,7 @@ def test_global_sequence_count_and_both(actor: object) -> None:
 def test_flags_without_the_reference_fail_loudly(actor: object) -> None:
     apply(SEQ)
     wrong = make_args(init_coef=COEF, estimator="k1", use_loss=False)
-    with pytest.raises(RuntimeError, match="skips the KL loss"):
+    with pytest.raises(RuntimeError, match=r"runs its reward-side KL in the loss.*skips the KL"):
         _step(actor, SEQ, actor_batch(), old_noise=0.0, args=wrong)
 
 
