@@ -22,6 +22,8 @@ What changes against TRL 1.16 (and nothing else):
   engine's own log-probs (vLLM's, or a ``rollout_func``'s); only otherwise one extra no-grad
   forward of the policy with TRL's own arguments, said once in the log. The reference forward
   is never repeated. :func:`forward_counts` and :func:`penalty_sources` count what ran.
+* ``importance_weighting="sequence"``: the reward side is not put in the advantages but added
+  at every loss call from the current log-probs (:mod:`.offpolicy`).
 * Loss side: the differentiable log-probs of TRL's single loss forward are captured and
   :func:`kl_patches.core.loss_term` is added, reduced by ``KLConfig.loss_aggregation`` and
   scaled for gradient accumulation the way TRL scales its own loss.
@@ -42,10 +44,10 @@ from typing import Any
 
 import torch
 
-from kl_patches.adapters.base import check_supported
 from kl_patches.config import KLConfig
 from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
+from . import offpolicy
 from .advantages import grpo_advantages, rloo_advantages, summed_rewards
 from .versions import (
     GLOBAL_TOKEN_COUNT_LOSS_TYPES,
@@ -131,7 +133,6 @@ def prepare_args(kind: str, model: Any, args: Any, config: KLConfig) -> Any:
 
 def validate(kind: str, args: Any, config: KLConfig) -> None:
     """Refuse settings the adapter cannot honour, naming the valid choices."""
-    check_supported(config, "trl")
     if getattr(args, "use_liger_loss", False):
         raise ValueError(
             "kl_patches.trl: use_liger_loss=True computes a fused GRPO loss with a hard-coded k3 "
@@ -150,7 +151,9 @@ def validate(kind: str, args: Any, config: KLConfig) -> None:
                 f"kl_patches.trl: loss_type={args.loss_type!r} is unknown to the adapter; choose "
                 f"one of {sorted(GRPO_LOSS_AGGREGATION)}"
             )
-    elif config.has_reward and config.reward_shape == "reward_to_go":
+    elif (
+        config.has_reward and config.reward_shape == "reward_to_go" and not offpolicy.active(config)
+    ):
         raise ValueError(
             "kl_patches.trl: RLOOTrainer's loss takes one advantage per sequence, so "
             "reward_shape='reward_to_go' cannot be expressed; use reward_shape='sequence' "
@@ -232,7 +235,12 @@ def after_init(trainer: Any, kind: str) -> None:
             "use a KL config with a reward or loss side (placement 'reward', 'loss' or 'both') "
             "and no PEFT adapter, or kl_full_monitor=False"
         )
-    if kind == "GRPO" and config.has_reward and trainer.scale_rewards != "none":
+    if (
+        kind == "GRPO"
+        and config.has_reward
+        and not offpolicy.active(config)  # its KL is not in the advantages
+        and trainer.scale_rewards != "none"
+    ):
         warnings.warn(
             f"kl_patches.trl: KL in the reward with scale_rewards={trainer.scale_rewards!r}: "
             "GRPO divides reward minus KL by the group (or batch) std, so each group's effective "
@@ -540,6 +548,14 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     rewards = summed_rewards(rewards_per_func, trainer.reward_weights)
     local = _local_slice(trainer, out["completion_ids"].size(0))
     rows = torch.arange(rewards.numel(), device=rewards.device)[local]
+    if offpolicy.active(config):  # the reward side runs at loss time (offpolicy.py)
+        penalty = trainer.accelerator.gather(offpolicy.no_penalty(mask))
+        advantages, _ = grpo_advantages(
+            rewards, penalty, _num_generations(trainer), trainer.scale_rewards
+        )
+        _relog_advantages(trainer, advantages)
+        out["advantages"] = advantages[local]
+        return out
     policy = out.get("old_per_token_logps")
     source = "old_per_token_logps"
     reason = None if policy is not None else _no_defer_reason(trainer)
@@ -595,7 +611,7 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     saved_beta = trainer.beta
     if needs_reference(config):
         trainer.beta = 0.0
-    trainer._kl_capture = [] if config.has_loss else None
+    trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None
     trainer._kl_defer = inputs if deferred else None
     trainer._kl_phase = "loss"
     try:
@@ -613,7 +629,7 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
                 hook="_get_per_token_logps_and_entropies", where="the loss (deferred penalty)"
             )
         )
-    if not config.has_loss:
+    if not config.has_loss and not offpolicy.active(config):
         return loss
     if not calls:
         raise RuntimeError(
@@ -621,6 +637,10 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
         )
     logp = calls[0][2]
     mask = _loss_mask(inputs)
+    if offpolicy.active(config):
+        loss = loss + offpolicy.grpo_term(trainer, config, logp, inputs, mask)
+    if not config.has_loss:
+        return loss
     ref = inputs["ref_per_token_logps"]
     old = inputs.get("old_per_token_logps")
     old = logp.detach() if old is None else old
@@ -648,12 +668,12 @@ def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     mask = out["completion_mask"]
     if trainer._kl_full_monitor:
         _log_full_kl(trainer, calls, mask)
-    if config.has_loss:
+    if config.has_loss or offpolicy.active(config):
         out[REF_KEY] = ref
         out[OLD_KEY] = policy
     penalty_local = (
         _log_reward_side(trainer, config, policy, ref, mask)
-        if config.has_reward
+        if config.has_reward and not offpolicy.active(config)
         else torch.zeros(mask.size(0), device=mask.device)
     )
     penalty = trainer.accelerator.gather(penalty_local)
@@ -678,7 +698,7 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     not pre-scaled for gradient accumulation, so neither is the term)."""
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
-    trainer._kl_capture = [] if config.has_loss else None
+    trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None
     trainer._kl_phase = "loss"
     try:
         loss = call(model, inputs)
@@ -686,7 +706,7 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
         calls = trainer._kl_capture
         trainer._kl_capture = None
         trainer._kl_phase = None
-    if not config.has_loss:
+    if not config.has_loss and not offpolicy.active(config):
         return loss
     if not calls:
         raise RuntimeError(
@@ -695,6 +715,10 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     logp = calls[0][2]
     mask = inputs["completion_mask"]
     ref, old = inputs[REF_KEY], inputs[OLD_KEY]
+    if offpolicy.active(config):
+        loss = loss + offpolicy.rloo_term(trainer, config, logp, ref, old, mask)
+    if not config.has_loss:
+        return loss
     term = loss_term(logp, ref, mask, config, old_logp=old)
     values = kl_terms(logp.detach(), ref, mask, config)
     _log(trainer, f"kl/{config.estimator}_loss", _global_token_mean(trainer, values, mask))

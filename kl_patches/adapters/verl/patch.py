@@ -34,6 +34,7 @@ from kl_patches import core
 from kl_patches.adapters.patching import PatchRegistry, Target
 from kl_patches.config import KLConfig
 
+from . import offpolicy
 from .delivery import PatchSpec
 from .versions import MARKER, SUPPORT
 
@@ -68,7 +69,7 @@ REGISTRY = PatchRegistry("verl", f"kl_patches supports verl {SUPPORT.supported}"
 """The originals and wrappers of the patched verl functions."""
 
 _ACTIVE: PatchSpec | None = None
-_NATIVE_ACTOR_CONFIGS: dict[int, tuple[Any, Any]] = {}
+_NATIVE_ACTOR_CONFIGS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
 
 class PatchNotActiveError(RuntimeError):
@@ -184,6 +185,7 @@ def _apply_kl_penalty(
             data, kl_ctrl, kl_penalty
         )
     spec = _require_active()
+    offpolicy.refuse_in_reward(spec.config)
     cfg = spec.config.replace(coef=float(kl_ctrl.value), loss_coef=None)
     if cfg.placement == "loss":
         raise ValueError(
@@ -370,20 +372,25 @@ def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
     return get_policy_loss_fn(slot["loss_mode"])(**kwargs)
 
 
-def _native_actor_config(config: Any) -> Any:
-    """The same verl actor config with ``use_kl_loss=False`` and the capturing policy loss
-    (cached; configs are frozen)."""
-    hit = _NATIVE_ACTOR_CONFIGS.get(id(config))
+def _native_actor_config(config: Any, capture: bool = True) -> Any:
+    """The same verl actor config with ``use_kl_loss=False`` and, with ``capture``, the
+    capturing policy loss (cached; configs are frozen)."""
+    key = (id(config), capture)
+    hit = _NATIVE_ACTOR_CONFIGS.get(key)
     if hit is None or hit[0] is not config:
+        if not capture:
+            hit = (config, dataclasses.replace(config, use_kl_loss=False))
+            _NATIVE_ACTOR_CONFIGS[key] = hit
+            return hit[1]
         policy = config.policy_loss
         if not dataclasses.is_dataclass(policy) or isinstance(policy, type):
             raise TypeError(
                 f"kl_patches.verl: actor config policy_loss is {type(policy).__name__}, expected "
                 "verl's PolicyLossConfig dataclass"
             )
-        capture = dataclasses.replace(policy, loss_mode=CAPTURE_LOSS_MODE)
-        hit = (config, dataclasses.replace(config, use_kl_loss=False, policy_loss=capture))
-        _NATIVE_ACTOR_CONFIGS[id(config)] = hit
+        replaced = dataclasses.replace(policy, loss_mode=CAPTURE_LOSS_MODE)
+        hit = (config, dataclasses.replace(config, use_kl_loss=False, policy_loss=replaced))
+        _NATIVE_ACTOR_CONFIGS[key] = hit
     return hit[1]
 
 
@@ -398,6 +405,18 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
         return original(config, model_output, data, dp_group=dp_group)
     spec = _require_active()
     cfg = spec.config
+    if offpolicy.active(cfg):  # the reward side at loss time (offpolicy.py)
+        loss, metrics = original(
+            _native_actor_config(config, capture=False), model_output, data, dp_group=dp_group
+        )
+
+        def loss_side(
+            log_prob: torch.Tensor, batch: Any, mask: torch.Tensor, c: KLConfig, d: Any
+        ) -> torch.Tensor:
+            ref, old = batch["ref_log_prob"], batch["old_log_probs"]
+            return _aggregated_loss_term(log_prob, ref, old, mask, c, d)
+
+        return offpolicy.ppo_loss(loss, metrics, config, model_output, data, cfg, loss_side)
     if not cfg.has_loss:
         raise ValueError(
             f"actor.kl_loss_type={MARKER!r} but the kl-patches config {cfg} has no loss side; "
