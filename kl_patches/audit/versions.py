@@ -51,6 +51,7 @@ __all__ = [
     "VersionChoice",
     "choose",
     "find_pin",
+    "shown_path",
     "parse_given",
     "pins_in",
 ]
@@ -231,6 +232,7 @@ def pins_in(path: Path, name: str) -> list[Pin]:
     if text is None:
         return []
     base = path.name
+    shown = shown_path(path)
     out: list[Pin] = []
     if base in ("uv.lock", "poetry.lock"):
         doc = _toml_loads(text)
@@ -244,13 +246,13 @@ def pins_in(path: Path, name: str) -> list[Pin]:
             ):
                 number = _line_of(text, f'name = "{package["name"]}"')
                 version = package["version"]
-                out.append(Pin(f"=={version}", f"{path}:{number}", version))
+                out.append(Pin(f"=={version}", f"{shown}:{number}", version))
         return out
     if base.startswith("requirements") and base.endswith(".txt"):
         for number, line in enumerate(text.splitlines(), 1):
             spec = _requirement(line, name)
             if spec is not None:
-                out.append(Pin(spec, f"{path}:{number}", _exact(spec)))
+                out.append(Pin(spec, f"{shown}:{number}", _exact(spec)))
         return out
     if base == "setup.py":
         try:
@@ -261,7 +263,7 @@ def pins_in(path: Path, name: str) -> list[Pin]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 spec = _requirement(node.value, name)
                 if spec is not None:
-                    out.append(Pin(spec, f"{path}:{node.lineno}", _exact(spec)))
+                    out.append(Pin(spec, f"{shown}:{node.lineno}", _exact(spec)))
         return out
     if base == "setup.cfg":
         parser = configparser.ConfigParser()
@@ -274,7 +276,7 @@ def pins_in(path: Path, name: str) -> list[Pin]:
                 for item in parser[section].get(key, "").splitlines():
                     spec = _requirement(item, name)
                     if spec is not None:
-                        out.append(Pin(spec, f"{path}:{_line_of(text, item.strip())}",
+                        out.append(Pin(spec, f"{shown}:{_line_of(text, item.strip())}",
                                        _exact(spec)))  # fmt: skip
         return list({p.where: p for p in out}.values())
     if base == "pyproject.toml":
@@ -284,7 +286,7 @@ def pins_in(path: Path, name: str) -> list[Pin]:
         for item in _pyproject_requirements(doc):
             spec = _requirement(item, name)
             if spec is not None:
-                out.append(Pin(spec, f"{path}:{_line_of(text, item)}", _exact(spec)))
+                out.append(Pin(spec, f"{shown}:{_line_of(text, item)}", _exact(spec)))
         poetry = doc.get("tool", {}).get("poetry", {}) if isinstance(doc.get("tool"), dict) else {}
         for group in _poetry_groups(poetry):
             for key, value in group.items():
@@ -293,7 +295,7 @@ def pins_in(path: Path, name: str) -> list[Pin]:
                 raw = value.get("version") if isinstance(value, dict) else value
                 if isinstance(raw, str):
                     spec = _poetry_spec(raw)
-                    out.append(Pin(spec, f"{path}:{_line_of(text, str(key))}", _exact(spec)))
+                    out.append(Pin(spec, f"{shown}:{_line_of(text, str(key))}", _exact(spec)))
         return out
     if base in ("environment.yml", "environment.yaml"):
         for number, line in enumerate(text.splitlines(), 1):
@@ -305,9 +307,18 @@ def pins_in(path: Path, name: str) -> list[Pin]:
             if spec is None:
                 spec = _conda(item, name)
             if spec is not None:
-                out.append(Pin(spec, f"{path}:{number}", _exact(spec)))
+                out.append(Pin(spec, f"{shown}:{number}", _exact(spec)))
         return out
     return out
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` relative to the working directory when it is inside it, else as it is (what
+    the report shows for a pin or a vendored version file)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -479,6 +490,7 @@ def choose(
         vendored = _vendored(start, library)
         if vendored is not None:
             version, where = vendored
+            where = shown_path(where)
             try:
                 Version(version)
                 return VersionChoice(library, version, "vendored", where, snapshot=True,

@@ -18,6 +18,7 @@ from kl_patches.audit import report
 from kl_patches.audit.inputs import inputs_from_argv
 from kl_patches.audit.model import AuditEntry, AuditError, InputError
 from kl_patches.audit.run import audit, audit_input, audit_installed
+from kl_patches.audit.versions import parse_given
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,6 +42,15 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="a shell variable the scripts use but do not set (the environment is not read)",
+    )
+    p.add_argument(
+        "--library-version",
+        action="append",
+        default=[],
+        metavar="[LIB=]VERSION",
+        help="read launches as this library version (trl=0.18.0; a specifier such as "
+        "'trl>=0.18,<=0.24' reads the newest release it allows); default: detected from pins, "
+        "a vendored copy, the installed package, else the newest tested release",
     )
     p.add_argument("--installed", action="store_true", help="audit installed libraries' defaults")
     p.add_argument("--json", action="store_true", help="machine-readable report (schema: docs)")
@@ -80,10 +90,17 @@ def main(argv: list[str]) -> int:
     entries: list[AuditEntry] = []
     notes: list[str] = []
     try:
+        versions = parse_given(args.library_version)
+    except ValueError as err:
+        print(f"kl-patches audit: {err}", file=sys.stderr)
+        return 2
+    try:
         for path in args.paths:
-            entries += audit(path, args.library, variables)
+            entries += audit(path, args.library, variables, versions)
         if extra:
-            entries += [audit_input(i) for i in inputs_from_argv(extra, args.library)]
+            entries += [
+                audit_input(i, versions=versions) for i in inputs_from_argv(extra, args.library)
+            ]
         if args.installed:
             found, skipped = audit_installed()
             entries += found

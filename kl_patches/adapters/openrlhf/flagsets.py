@@ -532,7 +532,26 @@ _TRAIN_PPO: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-_ROWS = {"train_ppo_ray": _TRAIN_PPO_RAY, "train_ppo": _TRAIN_PPO}
+_LOOP_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "0.10.2",
+        """
+actor: adam.betas adam.eps adam.lr adam.weight_decay lr_scheduler lr_warmup_ratio max_norm
+actor: min_lr_ratio muon.lr muon.momentum muon.nesterov muon.no_nesterov muon.ns_steps optim
+critic: adam.betas adam.eps adam.lr adam.weight_decay lr_scheduler lr_warmup_ratio max_norm
+critic: min_lr_ratio muon.lr muon.momentum muon.nesterov muon.no_nesterov muon.ns_steps optim
+""",
+        "",
+    ),
+)
+"""Options ``train_ppo_ray`` defines with f-strings inside ``for prefix in ("actor",
+"critic"):`` (``parser.add_argument(f"--{prefix}.adam.lr", ...)``), which a reading of the
+literal ``"--name"`` arguments misses: the same 28 in every release from 0.10.2 to 0.11.2 (read
+from each wheel's ``openrlhf/cli/train_ppo_ray.py``: the loop is at 0.10.2:447 and 0.11.2:484,
+``--{prefix}.adam.lr`` at 0.10.2:465 and 0.11.2:502); none before 0.10.2 (0.10.1.post2 and
+0.9.10 have no such loop)."""
+
+_ROWS = {"train_ppo_ray": _TRAIN_PPO_RAY + _LOOP_OPTIONS, "train_ppo": _TRAIN_PPO}
 
 
 def _expand(text: str) -> set[str]:
@@ -557,7 +576,7 @@ def options(release: str, module: str = "train_ppo_ray") -> frozenset[str] | Non
             f"OpenRLHF release {release!r} is not recorded; choose one of {list(RELEASES)}"
         )
     current: set[str] | None = None
-    for since, added, removed in _ROWS[module]:
+    for since, added, removed in sorted(_ROWS[module], key=lambda row: Version(row[0])):
         if Version(since) > Version(release):
             break
         current = (current or set()) | _expand(added)
