@@ -9,7 +9,6 @@ thousand keys takes a few hundred reads.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable, Iterable
 from typing import Any
 

@@ -51,9 +51,9 @@ __all__ = [
     "VersionChoice",
     "choose",
     "find_pin",
-    "shown_path",
     "parse_given",
     "pins_in",
+    "shown_path",
 ]
 
 SOURCES = ("given", "pin", "vendored", "installed", "newest")
