@@ -142,7 +142,8 @@ class VersionChoice:
 def parse_given(
     values: list[str] | tuple[str, ...] | str | dict[str, str] | None,
 ) -> dict[str, str]:
-    """``["trl=0.18.0", "0.9.1"]`` -> ``{"trl": "0.18.0", "*": "0.9.1"}`` (``*``: every library).
+    """``["trl=0.18.0", "0.9.1"]`` -> ``{"trl": "0.18.0", "*": "0.9.1"}`` (``*``: every library);
+    ``trl>=0.18,<0.19`` / ``trl=>=0.18`` give a library a specifier.
 
     ValueError naming the libraries for an unknown one, and for a value that is not a PEP 440
     version or specifier."""
@@ -156,9 +157,10 @@ def parse_given(
         items = list(values)
     out: dict[str, str] = {}
     for item in items:
-        lib, eq, ver = item.partition("=")
-        if eq and not lib.startswith(("<", ">", "!", "~", "=")) and lib.strip():
-            lib, ver = lib.strip(), ver.strip()
+        m = re.fullmatch(r"\s*([A-Za-z_][\w\-]*)\s*(===?|>=|<=|~=|!=|<|>|=)(.*)", item)
+        if m is not None:  # trl=0.18.0, trl==0.18.0, trl>=0.18,<0.19
+            lib, op, ver = m.group(1), m.group(2), m.group(3).strip()
+            ver = ver if op == "=" else op + ver
             if lib not in adapters.names():
                 raise ValueError(
                     f"--library-version {item!r}: unknown library {lib!r}; choose one of "
