@@ -430,7 +430,8 @@ def unreadable_entry(inp: AuditInput, why: str) -> AuditEntry:
         "audit",
     )
     entry = audit_reading(reading, inp.origin, inp.kind, inp.notes, [finding])
-    return dataclasses.replace(entry, library_version=None, version_source="")
+    # only the refusal: the placeholder reading's "no KL" is not a finding about the launch
+    return dataclasses.replace(entry, findings=(finding,), library_version=None, version_source="")
 
 
 def audit_installed() -> tuple[list[AuditEntry], list[str]]:

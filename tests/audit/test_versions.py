@@ -394,3 +394,91 @@ def test_rows_through_the_reader(
     assert entry.library_version == version
     got = _kl(entry)[:3]
     assert got[:2] == kl[:2] and got[2] == pytest.approx(kl[2]), (got, kl)
+
+
+# ----------------------------------------------------------------------------- verl specifics
+def test_plus_estimators_crash_before_0_8(tmp_path: Path) -> None:
+    """'k3+' is advertised from 0.6.0 but raises before 0.8.0 (core_algos.py:1404 in 0.6.0);
+    0.8.0 strips the '+' and takes k2's gradient (core_algos.py:2139)."""
+    assert _source(verl_semantics, "estimator.plus_suffix", "0.7.0") == (
+        "verl/trainer/ppo/core_algos.py:1404 (verl 0.6.0)"
+    )
+    launch = (
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_kl_loss=True "
+        "actor_rollout_ref.actor.kl_loss_type=k3+\n"
+    )
+    root = _repo(tmp_path, {"run.sh": launch})
+    entry = _one(root / "run.sh", version="verl=0.7.0")
+    (found,) = [f for f in entry.findings if f.code == "verl.plus_estimator_crashes"]
+    assert found.severity == "error" and entry.status == "error"
+    entry = _one(root / "run.sh", version="verl=0.8.0")
+    assert "verl.plus_estimator_crashes" not in {f.code for f in entry.findings}
+    assert "verl.straight_through" in {f.code for f in entry.findings}
+
+
+def test_a_vendored_copy_with_the_kl_loss_sign_bug(tmp_path: Path) -> None:
+    """The subtracting line (main branch 2025-01-23 to 2025-02-01) in a vendored dp_actor.py."""
+    actor = "        policy_loss = policy_loss - kl_loss * self.config.kl_loss_coef\n"
+    launch = (
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_kl_loss=True "
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl\n"
+    )
+    files = {"verl/version/version": "0.1\n", "run.sh": launch}
+    root = _repo(tmp_path, {**files, "verl/workers/actor/dp_actor.py": "x = 1\n" + actor})
+    entry = _one(root / "run.sh")
+    assert (entry.library_version, entry.version_source) == ("0.1", "vendored")
+    (found,) = [f for f in entry.findings if f.code == "verl.kl_loss_sign_bug"]
+    assert found.severity == "error" and "dp_actor.py:2" in found.message
+    fixed = _repo(
+        tmp_path / "b", {**files, "verl/workers/actor/dp_actor.py": actor.replace("-", "+")}
+    )
+    assert "verl.kl_loss_sign_bug" not in {f.code for f in _one(fixed / "run.sh").findings}
+
+
+# ----------------------------------------------------------------------------- --installed
+def test_installed_reads_the_installed_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--installed goes through the same tables: TRL 0.18.0 installed runs GRPO with beta
+    0.04 (k3 in the loss), 1.16.0 with beta 0.0."""
+    import importlib.util
+
+    import kl_patches.adapters.trl as trl_adapter
+    from kl_patches.audit.run import audit_installed
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name == "trl" else real_find_spec(name),
+    )
+    monkeypatch.setattr(trl_adapter, "installed_defaults", lambda: {"GRPO": {}})
+    for installed, kl in (("0.18.0", K3_LOSS_004), ("1.16.0", KL_OFF)):
+        monkeypatch.setattr(audit_versions.metadata, "version", lambda name, v=installed: v)
+        entries, _ = audit_installed()
+        (entry,) = [e for e in entries if e.reading.library == "trl"]
+        assert (entry.library_version, entry.version_source) == (installed, "installed")
+        assert _kl(entry) == kl
+
+
+# ----------------------------------------------------------------------------- several launches
+def test_an_unreadable_launch_is_reported_beside_the_others(tmp_path: Path) -> None:
+    script = (
+        "python3 -m openrlhf.cli.train_ppo_ray --algo.kl.estimator k4\n"
+        "python3 -m openrlhf.cli.train_ppo_ray --algo.kl.use_loss --algo.kl.estimator k1\n"
+    )
+    root = _repo(tmp_path, {"run.sh": script})
+    bad, good = sorted(audit(root / "run.sh"), key=lambda e: e.status != "error")
+    assert bad.status == "error" and bad.library_version is None
+    (found,) = bad.findings
+    assert found.code == "launch_unreadable" and "k4" in found.message
+    assert _kl(good)[:2] == ("k1", "loss")
+    (root / "run.sh").write_text(script.splitlines()[0] + "\n" + script.splitlines()[0] + "\n")
+    with pytest.raises(AuditError, match="k4"):
+        audit(root / "run.sh")
+
+
+def test_the_corpus_pins_the_newest_tested_releases() -> None:
+    """tests/audit_corpus/requirements.txt says the corpus is read as the newest releases."""
+    corpus = Path(__file__).resolve().parents[1] / "audit_corpus"
+    for d in adapters.descriptors():
+        (pin,) = audit_versions.pins_in(corpus / "requirements.txt", d.name)
+        assert pin.exact == d.support.tested[-1], d.name
