@@ -11,9 +11,10 @@ prefix of a defined option is accepted as that option. Flags were renamed wholes
 
 Source: each release's wheel (``pip download --no-deps openrlhf==V``), every
 ``parser.add_argument("--name", ...)`` call of the file read with :mod:`ast`
-(``openrlhf-V.data/purelib/openrlhf/cli/<module>.py``). ``tests/adapters/openrlhf/
-test_flagsets.py`` re-reads them when ``KL_PATCHES_OPENRLHF_WHEELS`` points at the unpacked
-sources (``<dir>/<version>/openrlhf/cli/...``) and checks a few options against their line.
+(``openrlhf-V.data/purelib/openrlhf/cli/<module>.py``), plus the f-string options of the
+per-prefix loop (:data:`_LOOP_OPTIONS`). ``tests/adapters/openrlhf/test_flagsets.py`` reads the
+installed release's ``train_ppo_ray.py`` the same way and checks that its options are exactly
+this module's for that release.
 
 Data format: one ``(release, added, removed)`` row per release; ``added``/``removed`` are lines
 ``prefix: rest rest ...`` (the option is ``prefix.rest``; ``: rest`` for undotted options).

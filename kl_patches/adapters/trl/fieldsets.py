@@ -20,8 +20,8 @@ Source: each release's wheel (``pip download --no-deps trl==V``), the annotated 
 each class body read with :mod:`ast` (``trl/trainer/grpo_config.py``, ``rloo_config.py``,
 ``ppo_config.py`` or ``trl/experimental/ppo/ppo_config.py``, ``model_config.py``,
 ``trl/trainer/utils.py`` for ``OnPolicyConfig``, ``trl/scripts/utils.py``, ``trl/scripts/grpo.py``);
-transformers' ``training_args.py`` likewise. ``tests/adapters/trl/test_fieldsets.py`` re-reads
-them when ``KL_PATCHES_TRL_WHEELS`` points at the unpacked wheels.
+transformers' ``training_args.py`` likewise. ``tests/adapters/trl/test_fieldsets.py`` checks the
+installed release's GRPOConfig and RLOOConfig dataclass fields against these rows.
 
 Data format: one ``(release, added, removed)`` row per release and class; lines ``: field ...``.
 """

@@ -12,8 +12,8 @@ before.
 Source: each release's wheel (``pip download --no-deps verl==V``; 0.1 is the git tag ``v0.1``),
 unpacked, composed with hydra-core 1.3.8 (``initialize_config_dir(<wheel>/verl/trainer/config)``,
 ``compose(config_name=NAME)``), every node walked. ``tests/adapters/verl/test_keysets.py``
-re-composes them when ``KL_PATCHES_VERL_WHEELS`` points at the unpacked wheels
-(``<dir>/<version>/verl/...``) and checks a few keys against their line in each release's yaml.
+composes the installed release's ``ppo_trainer`` config and checks that its key paths are
+exactly this module's for that release.
 
 Data format: one ``(release, added, removed)`` row per release; ``added``/``removed`` are lines
 ``parent: child child ...`` (``: child`` at the top level).
