@@ -56,6 +56,7 @@ __all__ = [
     "estimate",
     "full_kl",
     "importance_weighted_penalty",
+    "importance_weighted_surrogate",
     "kl_terms",
     "log_ratio",
     "loss_per_token",
@@ -762,6 +763,43 @@ def importance_weighted_penalty(
 
     extra = (("behaviour_logp", behaviour), ("ratio_logp", ratio if trainer_ratio else None))
     return _guarded(fast, lp, rl, _bool_mask(mask), config, "importance_weighted_penalty", extra)
+
+
+def importance_weighted_surrogate(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    behaviour_logp: torch.Tensor,
+    mask: torch.Tensor,
+    config: KLConfig,
+    *,
+    num_sequences: float | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Differentiable scalar: the reward side of ``importance_weighting="sequence"`` as a loss.
+
+    For trainers that take the penalty at loss time instead of in the advantages:
+    ``sum_t logp_t * P_t`` per sequence (P_t the detached target of
+    :func:`importance_weighted_penalty` with ``trainer_ratio=False``, already times ``coef``),
+    then :func:`aggregate`'s ``"sum"``: the mean over the rows, or the sum over
+    ``num_sequences``. Added to a loss that is minimised, its expected gradient under samples
+    from the behaviour policy is ``coef * grad KL(pi || pi_ref)`` for k1 (unclipped), the
+    REINFORCE estimator of the on-policy reward-side KL without a baseline. ``logp`` must
+    carry the graph of the current policy; only it is differentiated (the weights and the
+    penalty are detached). An exact zero connected to ``logp`` without a reward side.
+    """
+    _check_shapes(logp, ref_logp, mask)
+    if not config.has_reward:
+        return logp[:0].sum()
+    penalty = importance_weighted_penalty(
+        logp.detach(), ref_logp, behaviour_logp, mask, config, trainer_ratio=False
+    )
+    work = _work_dtype(logp.dtype, penalty.dtype)
+    weight = penalty.to(work)
+    # a zero penalty (padding, a token dropped by nan_policy="mask") contributes exactly 0,
+    # whatever logp holds there (-inf * 0 would be NaN)
+    product = torch.where(
+        weight == 0, torch.zeros((), dtype=work, device=weight.device), logp.to(work) * weight
+    )
+    return aggregate(product, mask, "sum", num_sequences=num_sequences).to(logp.dtype)
 
 
 def _last_token(mask: torch.Tensor) -> torch.Tensor:

@@ -110,6 +110,21 @@ def test_kernel_imports_nothing_above_it() -> None:
         assert graph[module] <= kernel, (module, graph[module] - kernel)
 
 
+def test_only_the_cli_imports_the_cli() -> None:
+    """The CLI sits on top: no library, audit or experiment module imports it (lazily either)."""
+    graph = _graph()
+    for module, targets in graph.items():
+        if module.startswith("kl_patches.cli") or module == "kl_patches.__main__":
+            continue
+        if module.startswith(("kl_patches.experiments", "kl_patches.audit")) or module in {
+            "kl_patches.config",
+            "kl_patches.core",
+            "kl_patches.theory",
+            "kl_patches.oracle",
+        }:
+            assert not {t for t in targets if t.startswith("kl_patches.cli")}, module
+
+
 def test_import_kl_patches_imports_no_training_library() -> None:
     code = (
         "import sys, kl_patches, kl_patches.trl, kl_patches.openrlhf, kl_patches.audit, "

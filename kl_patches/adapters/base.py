@@ -76,21 +76,6 @@ class NativeReading:
     placements on, each side its own estimator); None when :attr:`config` describes both."""
 
 
-def check_supported(config: KLConfig, library: str) -> None:
-    """Refuse a KLConfig no library adapter can run yet, naming what to choose instead.
-
-    ``importance_weighting='sequence'`` (per-decision prefix weights) needs the current policy's
-    log-probs at every update, inside the library's loss; the kernel computes it
-    (:func:`kl_patches.core.reward_penalty`), the adapters do not wire it in yet.
-    """
-    if config.importance_weighting == "sequence":
-        raise ValueError(
-            f"kl_patches.{library}: importance_weighting='sequence' (per-decision prefix weights) "
-            f"is not supported by the {library} adapter yet: it needs the current policy's "
-            "log-probs at every update; choose importance_weighting 'none' or 'token'"
-        )
-
-
 @dataclass(frozen=True)
 class Entry:
     """A way a library's own trainer is started from a command line."""

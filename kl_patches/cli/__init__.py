@@ -5,12 +5,15 @@ the remaining argv and returns an exit code. Modules are imported only when thei
 so a command for one library never imports another. This package holds one module per command
 (argument parsing and what the command prints); the library launchers (``trl``, ``verl``,
 ``openrlhf``) are their adapters' ``launch`` modules, whose arguments are partly the library's.
+Every command's ``main`` goes through :func:`kl_patches.cli.errors.command`: one error path (one
+line on stderr naming the field, the value and the valid choices, exit 2).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
+
+from kl_patches.cli import errors
 
 COMMANDS: dict[str, str] = {
     "audit": "kl_patches.cli.audit:main",
@@ -24,9 +27,10 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+@errors.command("kl-patches")
+def main(argv: list[str]) -> int:
     """Run ``kl-patches <command> ...``."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = list(argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: kl-patches <command> [options]\n\ncommands:")
         for name, target in COMMANDS.items():
@@ -35,11 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = args[0]
     if name not in COMMANDS:
-        print(
-            f"kl-patches: unknown command {name!r}; valid commands: {sorted(COMMANDS)}",
-            file=sys.stderr,
+        raise errors.UsageError(
+            f"unknown command {name!r}; valid commands: {sorted(COMMANDS)}",
+            field="command",
+            value=name,
+            choices=sorted(COMMANDS),
         )
-        return 2
     module, func = COMMANDS[name].split(":")
     result: int = getattr(importlib.import_module(module), func)(args[1:])
     return result

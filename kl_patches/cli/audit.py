@@ -10,20 +10,24 @@ severity ``error``: the KL is silently dropped, or the objective is not what the
 from __future__ import annotations
 
 import argparse
-import os
+import functools
+import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from kl_patches import adapters
 from kl_patches.audit import report
 from kl_patches.audit.inputs import inputs_from_argv
-from kl_patches.audit.model import AuditEntry, AuditError, InputError
+from kl_patches.audit.model import AuditEntry
 from kl_patches.audit.run import audit, audit_input, audit_installed
 from kl_patches.audit.versions import parse_given
+from kl_patches.cli import errors
 
 
 def parser() -> argparse.ArgumentParser:
     """The ``kl-patches audit`` argument parser."""
-    p = argparse.ArgumentParser(
+    p = errors.ArgumentParser(
         prog="kl-patches audit",
         usage="kl-patches audit [options] [PATH ...] [-- ARGV ...]",
         description="Which KL gradient a verl, OpenRLHF or TRL setup follows, and the fix.",
@@ -31,7 +35,8 @@ def parser() -> argparse.ArgumentParser:
             "Examples: kl-patches audit run_grpo.sh | kl-patches audit config.yaml "
             "--library trl | kl-patches audit --library openrlhf -- --algo.kl.use_loss ... | "
             "kl-patches audit --installed. Exit codes: 0 read (and, with --strict, no biased "
-            "setup); 1 --strict and a biased or KL-dropping setup; 2 unreadable input."
+            "setup); 1 --strict and a biased or KL-dropping setup; 2 an input could not be read "
+            "(the others are still audited) or bad options."
         ),
     )
     p.add_argument("paths", nargs="*", help="launch scripts, YAML/JSON configs, override files")
@@ -60,71 +65,111 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error_item(origin: str, failure: errors.Failure) -> dict[str, Any]:
+    """One item of the JSON report's ``errors`` list."""
+    return {"origin": origin, **failure.to_dict()}
+
+
+def _document(
+    entries: list[AuditEntry],
+    notes: list[str],
+    failed: list[dict[str, Any]],
+    strict: bool,
+    code: int,
+) -> dict[str, Any]:
+    """The ``kl-patches.audit/1`` report, plus an ``errors`` list when an input was not read
+    (``{"origin", "kind", "message", ...}`` per input; absent when every input was read)."""
+    doc: dict[str, Any] = json.loads(report.to_json(entries, notes, strict=strict, exit_code=code))
+    if failed:
+        doc["errors"] = failed
+    return doc
+
+
+def _json_failure(failure: errors.Failure, argv: list[str]) -> dict[str, Any]:
+    """The report printed with ``--json`` when the audit cannot start (bad options)."""
+    strict = "--strict" in argv
+    return _document([], [], [_error_item("argv", failure)], strict, failure.exit_code)
+
+
+@errors.command(
+    "kl-patches audit", debug_option=True, json_output=True, json_document=_json_failure
+)
 def main(argv: list[str]) -> int:
-    """``kl-patches audit ...``; returns the exit code (see the module docstring)."""
+    """``kl-patches audit ...``; returns the exit code (see the module docstring).
+
+    Each input is audited on its own: one that cannot be read is reported (one line on stderr,
+    an item of ``errors`` in the JSON report) and the others are still audited; the exit code is
+    then 2.
+    """
     args_in = list(argv)
     extra: list[str] | None = None
     if "--" in args_in:
         k = args_in.index("--")
         args_in, extra = args_in[:k], args_in[k + 1 :]
     p = parser()
-    try:
-        args = p.parse_args(args_in)
-    except SystemExit as exc:  # argparse already printed the usage and the reason
-        return int(exc.code) if isinstance(exc.code, int) else 2
+    args = p.parse_args(args_in)
     if not args.paths and not extra and not args.installed:
-        p.print_usage(sys.stderr)
-        print(
-            "kl-patches audit: give a launch script, a config file, an argv after --, or "
-            "--installed",
-            file=sys.stderr,
+        raise errors.UsageError(
+            "give a launch script, a config file, an argv after --, or --installed "
+            "(see kl-patches audit --help)"
         )
-        return 2
     variables: dict[str, str] = {}
     for item in args.var:
         name, eq, value = item.partition("=")
         if not eq or not name:
-            print(f"kl-patches audit: --var expects NAME=VALUE, got {item!r}", file=sys.stderr)
-            return 2
+            raise errors.UsageError(
+                f"--var expects NAME=VALUE, got {item!r}", field="--var", value=item
+            )
         variables[name] = value
     entries: list[AuditEntry] = []
     notes: list[str] = []
     try:
         versions = parse_given(args.library_version)
     except ValueError as err:
-        print(f"kl-patches audit: {err}", file=sys.stderr)
-        return 2
-    try:
-        for path in args.paths:
-            entries += audit(path, args.library, variables, versions)
-        if extra:
-            entries += [
-                audit_input(i, versions=versions) for i in inputs_from_argv(extra, args.library)
-            ]
-        if args.installed:
-            found, skipped = audit_installed()
-            entries += found
-            notes += skipped
-    except (AuditError, InputError) as err:
-        print(f"kl-patches audit: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        if args.debug:
-            raise
-        print(
-            f"kl-patches audit: internal error while reading ({type(err).__name__}: {err}); "
-            "rerun with --debug for the traceback and report it",
-            file=sys.stderr,
+        errors.say(f"kl-patches audit: {err}")
+        return errors.EXIT_ERROR
+    failed: list[dict[str, Any]] = []
+    jobs: list[tuple[str, Callable[[], list[AuditEntry]]]] = [
+        (path, functools.partial(audit, path, args.library, variables, versions))
+        for path in args.paths
+    ]
+    if extra:
+        argv_extra = extra
+        jobs.append(
+            (
+                "argv",
+                lambda: [
+                    audit_input(i, versions=versions)
+                    for i in inputs_from_argv(argv_extra, args.library)
+                ],
+            )
         )
-        return 2
+    for origin, job in jobs:
+        try:
+            entries += job()
+        except Exception as err:
+            if args.debug or errors.debug_requested([], False):
+                raise
+            failure = errors.failure_of("kl-patches audit", err)
+            where = "" if failure.message.startswith(origin) else f"{origin}: "
+            errors.say(f"kl-patches audit: {where}{failure.message}")
+            failed.append(_error_item(origin, failure))
+    if args.installed:
+        found, skipped = audit_installed()
+        entries += found
+        notes += skipped
     code = 1 if args.strict and any(e.fails_strict for e in entries) else 0
+    if failed:
+        code = errors.EXIT_ERROR
     if args.json:
-        text = report.to_json(entries, notes, strict=args.strict, exit_code=code)
-    else:
+        text = json.dumps(_document(entries, notes, failed, args.strict, code), indent=2)
+    elif entries or not failed:
         text = report.render(entries, notes, strict=args.strict, rich=not args.plain)
+    else:
+        return code
     try:
         print(text)
         sys.stdout.flush()
     except BrokenPipeError:  # `kl-patches audit ... | head`: the reader left, keep the code
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (stop the flush at exit failing)
+        errors.quiet_stdout()
     return code

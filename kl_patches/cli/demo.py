@@ -5,9 +5,9 @@ Prints the five parts of :mod:`kl_patches.experiments.demo` and writes the plots
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from kl_patches.cli import errors
 from kl_patches.experiments import bias
 from kl_patches.experiments.demo import (
     DEMO_BETAS,
@@ -22,16 +22,23 @@ from kl_patches.experiments.reproduce_report import format_table, plot_runs, sum
 from kl_patches.theory import describe, table1
 
 
+@errors.command("kl-patches demo", debug_option=True)
 def main(argv: list[str]) -> int:
-    """Run the demo; returns 0."""
+    """Run the demo; returns 0 (2, with one line on stderr, for a bad option)."""
     doc = __doc__ or ""
-    p = argparse.ArgumentParser(prog="kl-patches demo", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches demo", description=doc.split("\n")[0])
     p.add_argument("--out", default="out", help="folder for plots (default: out/)")
-    p.add_argument("--steps", type=int, default=250, help="training updates per run (250)")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per configuration (3)")
+    p.add_argument(
+        "--steps", type=errors.at_least(1), default=250, help="training updates per run (250)"
+    )
+    p.add_argument(
+        "--seeds", type=errors.at_least(1), default=3, help="seeds per configuration (3)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--no-audit", action="store_true", help="skip the audits (parts 4 and 5)")
+    errors.add_debug_option(p)
     args = p.parse_args(argv)
+    errors.writable_dir("--out", args.out)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     show = not args.quiet

@@ -1,7 +1,127 @@
-"""``kl-patches reproduce``: see :mod:`kl_patches.experiments.reproduce`."""
+"""``kl-patches reproduce``: the options of :mod:`kl_patches.experiments.reproduce`.
+
+Argument parsing and output only; the grid, training and reports are in
+:mod:`kl_patches.experiments.reproduce` (and its ``_train`` / ``_report`` modules).
+``--json FILE`` writes the metrics to a file (not stdout); that file, ``--markdown FILE`` and
+``--plot DIR`` are checked for writability before the run. The command runs on the one error
+path of :mod:`kl_patches.cli.errors`.
+"""
 
 from __future__ import annotations
 
-from kl_patches.experiments.reproduce import main
+import argparse
+import math
+from pathlib import Path
 
-__all__ = ["main"]
+from kl_patches.cli import errors
+from kl_patches.experiments import reproduce, reproduce_report, reproduce_train
+
+
+def _betas(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.05,0.1; got {text!r}") from err
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected finite non-negative numbers like 0.05,0.1; got {text!r}"
+        )
+    return values
+
+
+def run(argv: list[str]) -> int:
+    """``kl-patches reproduce ...``; returns the exit code (0, or 2 for bad options)."""
+    doc = reproduce.__doc__ or ""
+    p = errors.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
+    p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
+    p.add_argument(
+        "--seeds", type=errors.at_least(1), default=5, help="seeds per configuration (default 5)"
+    )
+    p.add_argument(
+        "--steps", type=errors.at_least(1), default=300, help="updates per run (default 300)"
+    )
+    p.add_argument(
+        "--batch-size", type=errors.at_least(2), default=16, help="sequences per update (16)"
+    )
+    p.add_argument(
+        "--lr",
+        type=errors.positive_float,
+        default=None,
+        help="Adam learning rate (tabular 0.05, transformer 0.003)",
+    )
+    p.add_argument("--vocab", type=errors.at_least(2), default=3, help="vocabulary size V (3)")
+    p.add_argument("--length", type=errors.at_least(1), default=4, help="sequence length T (4)")
+    p.add_argument("--task-seed", type=int, default=0, help="seed of the task instance (0)")
+    p.add_argument(
+        "--model", choices=reproduce_train.MODELS, default="tabular", help="policy (tabular)"
+    )
+    p.add_argument(
+        "--off-policy", action="store_true", help="several mini-batch updates per sampled batch"
+    )
+    p.add_argument(
+        "--updates", type=errors.at_least(1), default=4, help="updates per batch with --off-policy"
+    )
+    p.add_argument("--workers", type=errors.at_least(1), default=2, help="processes (default 2)")
+    p.add_argument("--plot", metavar="DIR", help="write curves and the summary plot to DIR")
+    p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    errors.add_debug_option(p)
+    args = p.parse_args(argv)
+    if args.length * math.log(args.vocab) > math.log(20000):  # V**T, without computing it
+        raise errors.invalid(
+            "--vocab/--length",
+            f"{args.vocab}/{args.length}",
+            "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
+        )
+    task = reproduce_train.ToyTask(
+        vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed
+    )
+    # Every output is checked before the run (minutes), not when it is written after it.
+    if args.plot:
+        errors.need_module("matplotlib", "--plot")
+        errors.writable_dir("--plot", args.plot)
+    if args.json:
+        errors.writable_file("--json", args.json)
+    if args.markdown:
+        errors.writable_file("--markdown", args.markdown)
+    settings = reproduce_train.TrainSettings(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr if args.lr is not None else reproduce.DEFAULT_LR[args.model],
+        updates_per_batch=args.updates if args.off_policy else 1,
+    )
+    runs = reproduce.reproduce(
+        args.betas, args.seeds, task, settings, args.off_policy, args.workers, not args.quiet
+    )
+    mode = (
+        f"off-policy ({settings.updates_per_batch} updates/batch)"
+        if args.off_policy
+        else "on-policy"
+    )
+    print(
+        f"{args.model} policy, V={args.vocab}, T={args.length}, {args.steps} updates of "
+        f"{args.batch_size} samples, Adam lr={settings.lr}, {args.seeds} seeds, {mode}"
+    )
+    rows = reproduce_report.summarise(runs, args.betas)
+    print(reproduce_report.format_table(rows))
+    for line in reproduce_report.summary_lines(rows, off_policy=args.off_policy):
+        print(line)
+    if args.plot:
+        paths = reproduce_report.plot_runs(
+            runs, args.betas, Path(args.plot), off_policy=args.off_policy
+        )
+        for path in paths:
+            print(f"plot written to {path}")
+    if args.json:
+        Path(args.json).write_text(reproduce_report.runs_to_json(runs))
+        print(f"metrics written to {args.json}")
+    if args.markdown:
+        Path(args.markdown).write_text(reproduce_report.format_markdown(rows) + "\n")
+        print(f"table written to {args.markdown}")
+    return 0
+
+
+main = errors.command("kl-patches reproduce", debug_option=True)(run)
+"""Entry point of ``kl-patches reproduce``: :func:`run` on the one error path of
+:mod:`kl_patches.cli.errors`."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from kl_patches.adapters import flags
+from kl_patches.cli import errors
 from kl_patches.config import FIELD_CHOICES
 from kl_patches.theory import verdict
 
@@ -20,7 +21,7 @@ _OLD = ("coef", "granularity", "reward_shape", "loss_aggregation", "importance_w
 
 def parser() -> argparse.ArgumentParser:
     """The ``kl-patches verdict`` argument parser."""
-    p = argparse.ArgumentParser(prog="kl-patches verdict", description=__doc__)
+    p = errors.ArgumentParser(prog="kl-patches verdict", description=__doc__)
     p.add_argument("name", help="short name such as k1-in-reward, k3-in-loss, k3-in-both, none")
     flags.add_arguments(p)
     for field in _OLD:
@@ -33,11 +34,16 @@ def parser() -> argparse.ArgumentParser:
             help=f"deprecated: use --kl.{field}",
         )
     p.add_argument("--off-policy", action="store_true", help="updates on older samples")
+    errors.add_debug_option(p)
     return p
 
 
+@errors.command("kl-patches verdict", debug_option=True)
 def main(argv: list[str]) -> int:
-    """Print the verdict of one configuration given as a short name plus options."""
+    """Print the verdict of one configuration given as a short name plus options.
+
+    Errors (an unknown name, a bad field value, a contradiction) are one line on stderr, exit 2.
+    """
     a = parser().parse_args(argv)
     values = flags.values_from_namespace(a)
     for field in _OLD:
@@ -45,13 +51,13 @@ def main(argv: list[str]) -> int:
         if old is not None:
             flags.deprecated("--" + field.replace("_", "-"), f"--kl.{field}")
             values.setdefault(field, old)
-    try:
-        if a.kl_name is not None:
-            raise ValueError("give the configuration as the positional NAME, not with --kl")
-        cfg = flags.build(a.name, values)
-    except ValueError as err:
-        print(f"kl-patches verdict: {err}")
-        return 2
+    if a.kl_name is not None:
+        raise errors.UsageError(
+            f"--kl {a.kl_name}: give the configuration as the positional NAME, not with --kl",
+            field="--kl",
+            value=a.kl_name,
+        )
+    cfg = flags.build(a.name, values)
     v = verdict(cfg, off_policy=a.off_policy)
     print(f"config:      {cfg}")
     print(f"gradient:    {v.gradient}")

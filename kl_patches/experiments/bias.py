@@ -1,7 +1,7 @@
-"""``kl-patches bias``: exact and Monte-Carlo bias of each KL configuration's gradient.
+"""Exact and Monte-Carlo bias of each KL configuration's gradient.
 
 On a seeded tabular autoregressive policy (:mod:`kl_patches.oracle`), for the paper's grid
-(k1/k3 x reward/loss, both placements, token and sequence k2, importance-weighted k3), prints the
+(k1/k3 x reward/loss, both placements, token and sequence k2, importance-weighted k3), reports the
 exact relative bias against the sequence-level reverse-KL gradient, the cosine, the Monte-Carlo
 bias of the mean of N batch estimates with its standard error, and the per-coordinate variance.
 ``--plot FILE.png`` draws bias and variance against the sequence length (like the paper's Fig. 1).
@@ -17,8 +17,6 @@ the cosine of a zero expected gradient as ``-``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from dataclasses import asdict
 
@@ -344,114 +342,8 @@ def plot_off_policy(by_length: list[BiasReport], by_level: list[BiasReport], pat
     plt.close(fig)
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected numbers like 0.01,0.05; got {text!r}") from err
-    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive numbers; got {text!r}")
-    return values
-
-
-def _off_policy_main(args: argparse.Namespace) -> int:
-    ppo = args.trainer == "ppo"
-    reports = run_off_policy(
-        args.vocab,
-        args.length,
-        args.levels,
-        args.seed,
-        args.batch_size,
-        args.num_batches,
-        ppo,
-        args.clips,
-        not args.quiet,
-    )
-    if args.json:
-        print(json.dumps([_as_json(r) for r in reports], indent=2))
-    elif args.markdown:
-        print(format_off_policy_markdown(reports))
-    else:
-        print(
-            f"off-policy: V={args.vocab}, T={args.length}, seed={args.seed}, "
-            f"batch={args.batch_size}, N={args.num_batches} batches, {args.trainer} trainer"
-        )
-        print(format_off_policy_table(reports))
-    if args.plot:
-        sweep = run_off_policy_sweep(
-            args.vocab,
-            level=args.levels[len(args.levels) // 2],
-            seed=args.seed,
-            batch_size=args.batch_size,
-            trainer_ratio=ppo,
-            clips=args.clips,
-            show_progress=not args.quiet,
-        )
-        plot_off_policy(sweep, reports, args.plot)
-        print(f"plot written to {args.plot}")
-    return 0
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``kl-patches bias``."""
-    parser = argparse.ArgumentParser(prog="kl-patches bias", description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab", type=int, default=3, help="vocabulary size V (default 3)")
-    parser.add_argument("--length", type=int, default=4, help="sequence length T (default 4)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--num-batches", type=int, default=400)
-    parser.add_argument("--plot", metavar="FILE.png", help="also sweep T=1..6 and plot")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--off-policy",
-        action="store_true",
-        help="samples from a behaviour policy mu: none / token / sequence / clipped weighting",
-    )
-    parser.add_argument(
-        "--levels",
-        type=_floats,
-        default=LEVELS,
-        help="with --off-policy: KL(mu||pi) per token of each behaviour policy (0.01,0.05,0.2)",
-    )
-    parser.add_argument(
-        "--clips", type=_floats, default=CLIPS, help="with --off-policy: is_clip values (1,2,5)"
-    )
-    parser.add_argument(
-        "--trainer",
-        choices=("ppo", "reinforce"),
-        default="ppo",
-        help="with --off-policy: PPO-ratio (default) or REINFORCE trainer form",
-    )
-    args = parser.parse_args(argv)
-    if args.vocab < 2 or args.length < 1 or args.vocab**args.length > 20000:
-        parser.error("need V >= 2, T >= 1 and V**T <= 20000 (every sequence is enumerated)")
-    if args.off_policy:
-        return _off_policy_main(args)
-    reports = run_table(
-        args.vocab, args.length, args.seed, args.batch_size, args.num_batches, not args.quiet
-    )
-    if args.json:
-        print(json.dumps([_as_json(r) for r in reports], indent=2))
-    elif args.markdown:
-        print(format_markdown(reports))
-    else:
-        print(
-            f"V={args.vocab}, T={args.length}, seed={args.seed}, batch={args.batch_size}, "
-            f"N={args.num_batches} batches"
-        )
-        print(format_table(reports))
-    if args.plot:
-        sweep = run_sweep(
-            args.vocab, seed=args.seed, batch_size=args.batch_size, show_progress=not args.quiet
-        )
-        plot_sweep(sweep, args.plot)
-        print(f"plot written to {args.plot}")
-    return 0
-
-
-def _as_json(r: BiasReport) -> dict[str, object]:
+def as_json(r: BiasReport) -> dict[str, object]:
+    """One report as a JSON-ready dict (config, label, gradient, weighting; no NaN)."""
     d = asdict(r)
     d["config"] = r.config.to_dict()
     d["label"] = label(r.config)

@@ -15,24 +15,14 @@ The training loop is in :mod:`kl_patches.experiments.reproduce_train`, tables an
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import torch
 
 from kl_patches.config import KLConfig
 from kl_patches.experiments.progress import progress
-from kl_patches.experiments.reproduce_report import (
-    format_markdown,
-    format_table,
-    plot_runs,
-    runs_to_json,
-    summarise,
-    summary_lines,
-)
-from kl_patches.experiments.reproduce_train import MODELS, RunResult, ToyTask, TrainSettings, train
+from kl_patches.experiments.reproduce_train import RunResult, ToyTask, TrainSettings, train
 
 DEFAULT_LR = {"tabular": 0.05, "transformer": 0.003}
 """Adam learning rate per policy model (a table of logits tolerates a much larger step)."""
@@ -137,84 +127,3 @@ def reproduce(
         grid = OFF_POLICY_GRID if off_policy else ON_POLICY_GRID
     jobs = make_jobs(grid, betas, seeds, task, settings)
     return run_jobs(jobs, workers, show_progress)
-
-
-def _betas(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"--betas expects numbers like 0.05,0.1; got {text!r}"
-        ) from err
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"--betas expects non-negative numbers; got {text!r}")
-    return values
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``kl-patches reproduce``."""
-    doc = __doc__ or ""
-    p = argparse.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
-    p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
-    p.add_argument("--seeds", type=int, default=5, help="seeds per configuration (default 5)")
-    p.add_argument("--steps", type=int, default=300, help="updates per run (default 300)")
-    p.add_argument("--batch-size", type=int, default=16, help="sequences per update (16)")
-    p.add_argument(
-        "--lr",
-        type=float,
-        default=None,
-        help="Adam learning rate (tabular 0.05, transformer 0.003)",
-    )
-    p.add_argument("--vocab", type=int, default=3, help="vocabulary size V (3)")
-    p.add_argument("--length", type=int, default=4, help="sequence length T (4)")
-    p.add_argument("--task-seed", type=int, default=0, help="seed of the task instance (0)")
-    p.add_argument("--model", choices=MODELS, default="tabular", help="policy (tabular)")
-    p.add_argument(
-        "--off-policy", action="store_true", help="several mini-batch updates per sampled batch"
-    )
-    p.add_argument("--updates", type=int, default=4, help="updates per batch with --off-policy")
-    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    p.add_argument("--plot", metavar="DIR", help="write curves and the summary plot to DIR")
-    p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
-    p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown to FILE")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = p.parse_args(argv)
-    if args.seeds < 1 or args.steps < 1 or args.batch_size < 2 or args.updates < 1:
-        p.error("need --seeds >= 1, --steps >= 1, --batch-size >= 2, --updates >= 1")
-    try:
-        task = ToyTask(vocab=args.vocab, length=args.length, model=args.model, seed=args.task_seed)
-    except ValueError as exc:
-        p.error(str(exc))
-    settings = TrainSettings(
-        steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr if args.lr is not None else DEFAULT_LR[args.model],
-        updates_per_batch=args.updates if args.off_policy else 1,
-    )
-    runs = reproduce(
-        args.betas, args.seeds, task, settings, args.off_policy, args.workers, not args.quiet
-    )
-    mode = (
-        f"off-policy ({settings.updates_per_batch} updates/batch)"
-        if args.off_policy
-        else "on-policy"
-    )
-    print(
-        f"{args.model} policy, V={args.vocab}, T={args.length}, {args.steps} updates of "
-        f"{args.batch_size} samples, Adam lr={settings.lr}, {args.seeds} seeds, {mode}"
-    )
-    rows = summarise(runs, args.betas)
-    print(format_table(rows))
-    for line in summary_lines(rows, off_policy=args.off_policy):
-        print(line)
-    if args.plot:
-        paths = plot_runs(runs, args.betas, Path(args.plot), off_policy=args.off_policy)
-        for path in paths:
-            print(f"plot written to {path}")
-    if args.json:
-        Path(args.json).write_text(runs_to_json(runs))
-        print(f"metrics written to {args.json}")
-    if args.markdown:
-        Path(args.markdown).write_text(format_markdown(rows) + "\n")
-        print(f"table written to {args.markdown}")
-    return 0

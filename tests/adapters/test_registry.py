@@ -43,16 +43,18 @@ def test_descriptors_import_no_training_library() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_prefix_importance_weights_are_refused_clearly() -> None:
-    """The kernel has importance_weighting='sequence'; no adapter runs it yet, so each says so
-    instead of running it unweighted."""
+def test_prefix_importance_weights_move_the_reward_kl_into_the_loss() -> None:
+    """importance_weighting='sequence' runs in every adapter's loss (its prefix weights change
+    at every update): verl's reward-time KL is off and its actor KL loss on with the marker;
+    OpenRLHF's flags keep the reference log-probs (use_loss) and need the loss-side patch."""
     from kl_patches.adapters.openrlhf import is_native, to_args
     from kl_patches.adapters.verl import to_overrides
+    from kl_patches.adapters.verl.versions import ACTOR, MARKER
     from kl_patches.config import KLConfig
 
     config = KLConfig(importance_weighting="sequence")
-    with pytest.raises(ValueError, match="not supported by the verl adapter yet"):
-        to_overrides(config)
-    with pytest.raises(ValueError, match="not supported by the openrlhf adapter yet"):
-        to_args(config)
+    overrides = to_overrides(config)
+    assert "algorithm.use_kl_in_reward=False" in overrides
+    assert f"{ACTOR}kl_loss_type={MARKER}" in overrides
+    assert "--algo.kl.use_loss" in to_args(config)
     assert not is_native(config)

@@ -22,4 +22,4 @@ def test_old_spellings_still_work_with_a_warning(capsys: pytest.CaptureFixture[s
 def test_bad_values_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["k9-in-loss"]) == 2
     assert main(["k1-in-reward", "--kl.estimator", "k3"]) == 2
-    assert "drop one" in capsys.readouterr().out
+    assert "drop one" in capsys.readouterr().err

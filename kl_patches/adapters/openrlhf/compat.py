@@ -16,64 +16,7 @@ Also: the measured CPU install recipes (:data:`INSTALL`). Nothing here imports O
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """One function or method the adapter relies on, as one release ships it."""
-
-    name: str
-    """Qualified name inside its module (``Class.method`` for methods)."""
-    module: str
-    """Module that defines it."""
-    line: int
-    """Line of the ``def``."""
-    signature: str
-    """``ast.unparse`` of the signature."""
-    body_sha: str
-    """First 12 hex digits of the sha256 of the function's source text (``def`` to end)."""
-    importers: tuple[str, ...] = ()
-    """Modules holding their own binding from ``from ... import name``."""
-    attribute_users: tuple[str, ...] = ()
-    """Modules that call it as ``<module object>.name``."""
-    reexports: tuple[str, ...] = ()
-    """Package ``__init__`` modules that re-export it."""
-
-
-@dataclass(frozen=True)
-class ChangePoint:
-    """A release where something the adapter relies on changed."""
-
-    release: str
-    """First release with the change."""
-    name: str
-    """Function qualname, or ``flag:<dotted name>``."""
-    fields: tuple[str, ...]
-    """Which fields changed (:class:`Symbol` fields, or ``spelling`` / ``default``)."""
-    reason: str
-    """One line: what changed and what it means for the patch."""
-
-
-@dataclass(frozen=True)
-class InstallRecipe:
-    """A measured CPU install that imports and runs a release's KL functions."""
-
-    version: str
-    """OpenRLHF release."""
-    commands: tuple[str, ...]
-    """pip commands in order (``$P`` = the venv's pip)."""
-    seconds: float
-    """Wall time of the whole recipe on the 2-core build VM, venv creation included."""
-    size: str
-    """``du -sh`` of the venv."""
-    imports: tuple[str, ...]
-    """Modules that imported (with the vllm/flash_attn stubs on ``PYTHONPATH``)."""
-    not_importable: tuple[str, ...]
-    """Modules that still fail, with the reason."""
-    checks: str
-    """What ran on CPU and what it gave."""
-
+from kl_patches.adapters.surface import ChangePoint, InstallRecipe, Symbol
 
 RELEASES: tuple[str, ...] = (
     "0.10.0",

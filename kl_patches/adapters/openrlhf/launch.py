@@ -22,6 +22,7 @@ from typing import Any
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
+from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
 from .delivery import ENV_VAR, HOOK, config_to_env
@@ -117,26 +118,27 @@ def warnings_for(config: KLConfig, openrlhf_argv: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Launch OpenRLHF's train_ppo_ray with the KL configuration given by ``--kl`` flags."""
-    args = list(sys.argv[1:] if argv is None else argv)
+@errors.command("kl_patches.openrlhf")
+def main(argv: list[str]) -> int:
+    """Launch OpenRLHF's train_ppo_ray with the KL configuration given by ``--kl`` flags.
+
+    A bad ``--kl`` flag, a conflicting ``--algo.kl.*`` flag or an unsupported OpenRLHF is one
+    line on stderr and exit code 2 before Ray starts (:mod:`kl_patches.cli.errors`;
+    ``KL_PATCHES_DEBUG=1`` shows the traceback); OpenRLHF's own run keeps its own errors.
+    """
+    args = list(argv)
     if not args or args[0] in ("-h", "--help"):
         print(__doc__)
         return 0
     show = "--print-runtime-env" in args
     ours, rest = split_argv([a for a in args if a != "--print-runtime-env"])
-    try:
-        config = parse_kl_args(ours)
-    except ValueError as exc:
-        print(f"kl_patches.openrlhf: {exc}", file=sys.stderr)
-        return 2
+    config = parse_kl_args(ours)
     if config is None:
-        print(
-            "kl_patches.openrlhf: no --kl flag given; pass e.g. --kl k1-in-reward --kl.coef 0.01 "
-            f"(or run python -m {ENTRY} directly for OpenRLHF's own KL)",
-            file=sys.stderr,
+        raise errors.UsageError(
+            "no --kl flag given; pass e.g. --kl k1-in-reward --kl.coef 0.01 (or run python -m "
+            f"{ENTRY} directly for OpenRLHF's own KL)",
+            field="--kl",
         )
-        return 2
     if show:  # for `ray job submit --runtime-env-json` with the stock entry point
         import json
 
@@ -151,20 +153,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from . import patch as patches
 
-    version = patches.check_version()
     try:
-        final = build_argv(config, rest, version)
-    except ValueError as exc:
-        print(f"kl_patches.openrlhf: {exc}", file=sys.stderr)
-        return 2
+        version = patches.check_version()
+    except RuntimeError as err:
+        raise errors.UsageError(str(err)) from None
+    final = build_argv(config, rest, version)
     print(f"kl_patches.openrlhf: {config}; OpenRLHF flags: {' '.join(final[len(rest) :])}")
     for line in warnings_for(config, final):
         print(f"kl_patches.openrlhf {line}", file=sys.stderr)
     sides = patches.needed_sides(config)
     print(f"kl_patches.openrlhf: patching {list(sides) or 'nothing (native flags suffice)'}")
-    ray_init(config)
-    sys.argv = [ENTRY, *final]
-    runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
+    with errors.library_code():
+        ray_init(config)
+        sys.argv = [ENTRY, *final]
+        runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
     return 0
 
 

@@ -41,10 +41,10 @@ from typing import Any
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.patching import MARK, PatchRegistry, Target
 from kl_patches.config import KLConfig
 
+from . import offpolicy
 from .translate import native_gaps, to_args
 from .versions import SUPPORT, installed_version
 
@@ -87,6 +87,7 @@ __all__ = [
 class _Step:
     mask: torch.Tensor
     kl_values: torch.Tensor | None = None
+    offpolicy: offpolicy.Inputs | None = None
 
 
 _STEP: contextvars.ContextVar[_Step | None] = contextvars.ContextVar(
@@ -200,6 +201,12 @@ def _loss_values(original: Any) -> Callable[..., Any]:
                 "kl_patches: ppo_actor.compute_approx_kl was called outside "
                 "ActorPPOTrainer.training_step, so the action mask is unknown"
             )
+        if offpolicy.active(_config()):  # the reward side at loss time (offpolicy.py)
+            values, step.offpolicy = offpolicy.loss_values(
+                log_probs, log_probs_base, log_probs_old, step.mask, _config()
+            )
+            step.kl_values = values
+            return values
         old = None if log_probs_old is None else log_probs_old.float()
         values = core.loss_per_token(
             log_probs.float(), log_probs_base.float(), step.mask, _config(), old_logp=old
@@ -225,6 +232,10 @@ def _loss_aggregate(original: Any) -> Callable[..., Any]:
             return original(
                 loss, loss_mask, token_level_loss, dp_size, batch_num_tokens, global_batch_size
             )
+        if step.offpolicy is not None:
+            return offpolicy.aggregate(
+                step.offpolicy, loss_mask, _config(), dp_size, batch_num_tokens, global_batch_size
+            )
         mode = _config().loss_aggregation
         if mode == "token_mean":
             normalizer = None if batch_num_tokens is None else batch_num_tokens / dp_size
@@ -246,19 +257,25 @@ def _training_step(original: Any) -> Callable[..., Any]:
     ) -> Any:
         config = _config()
         kl_args = self.args.algo.kl
-        if config.has_loss and not (kl_args.use_loss and kl_args.init_coef > 0):
+        sequence = offpolicy.active(config)
+        if (config.has_loss or sequence) and not (kl_args.use_loss and kl_args.init_coef > 0):
+            side = "runs its reward-side KL in the loss" if sequence else "has a loss side"
             raise RuntimeError(
-                f"kl_patches: {config} has a loss side, but OpenRLHF runs with use_loss="
+                f"kl_patches: {config} {side}, but OpenRLHF runs with use_loss="
                 f"{kl_args.use_loss}, init_coef={kl_args.init_coef}, which skips the KL loss; "
                 f"launch with {to_args(config)}"
             )
         if config.loss_coef is not None:
             kl_ctl = config.loss_coef_value
-        token = _STEP.set(_Step(mask=experience.action_mask))
+        if sequence:
+            kl_ctl = offpolicy.check_coefficient(config, kl_ctl)
+        state = _Step(mask=experience.action_mask)
+        token = _STEP.set(state)
         try:
-            return original(self, experience, kl_ctl, step, loss_batch_info)
+            status = original(self, experience, kl_ctl, step, loss_batch_info)
         finally:
             _STEP.reset(token)
+        return offpolicy.add_metrics(status, state.offpolicy)
 
     return training_step
 
@@ -291,7 +308,6 @@ def apply(
     ``to_args(config)`` as well: the patches build on those flags.
     """
     config = KLConfig.coerce(config)
-    check_supported(config, "openrlhf")
     if only not in (None, "reward", "loss"):
         raise ValueError(f"only={only!r} is not valid; choose one of [None, 'reward', 'loss']")
     check_version(force=force)

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
+from . import offpolicy
 from .versions import (
     ADVANTAGE_ESTIMATORS,
     DOTTED_SINCE,
@@ -210,10 +210,8 @@ def native_gaps(config: KLConfig) -> dict[str, tuple[str, ...]]:
         numerics.append(f"kl_clamp={config.kl_clamp} (OpenRLHF always clamps to +-10)")
     if config.log_ratio_clamp is not None:
         numerics.append(f"log_ratio_clamp={config.log_ratio_clamp} (OpenRLHF has none)")
-    if config.importance_weighting == "sequence":
-        numerics.append("importance_weighting='sequence' (not supported by the adapter yet)")
     reward: list[str] = []
-    if config.has_reward:
+    if config.has_reward and not offpolicy.active(config):
         if config.placement == "both":
             reward.append("placement='both' (OpenRLHF drops the reward KL under use_loss)")
         if config.granularity == "sequence":
@@ -227,11 +225,15 @@ def native_gaps(config: KLConfig) -> dict[str, tuple[str, ...]]:
             loss.append("granularity='sequence'")
         if config.loss_aggregation != "token_mean":
             loss.append(f"loss_aggregation={config.loss_aggregation!r} (OpenRLHF: token_mean)")
-        if config.importance_weighting != "none":
+        if config.importance_weighting == "token":
             loss.append("importance_weighting='token' (unbiased_gradient differs in value/clip)")
+        elif config.importance_weighting == "sequence" and not offpolicy.active(config):
+            loss.append("importance_weighting='sequence' (prefix-weighted loss side)")
         if config.loss_coef is not None and config.loss_coef != config.coef:
             loss.append("loss_coef != coef (OpenRLHF has one coefficient)")
         loss.extend(numerics)
+    if offpolicy.active(config):
+        loss.insert(0, offpolicy.GAP)
     return {"reward": tuple(reward), "loss": tuple(loss)}
 
 
@@ -253,7 +255,6 @@ def to_args(
     instead when the configuration needs a patch.
     """
     config = KLConfig.coerce(config)
-    check_supported(config, "openrlhf")
     if strict and not is_native(config):
         gaps = native_gaps(config)
         raise ValueError(
@@ -283,7 +284,7 @@ def to_args(
     coef = config.coef if config.has_reward else config.loss_coef_value
     args = [name("algo.kl.init_coef"), repr(coef)]
     args += [name("algo.kl.estimator"), config.estimator]
-    if config.has_loss:
+    if config.has_loss or offpolicy.active(config):  # use_loss keeps the reference log-probs
         args.append(name("algo.kl.use_loss"))
         if (
             config.importance_weighting == "token"

@@ -15,6 +15,8 @@ What changes against TRL 1.16 (and nothing else):
   (:mod:`.advantages`). The penalty uses the sampling policy's log-probs: TRL's
   ``old_per_token_logps`` when it has them, otherwise one extra no-grad forward of the policy
   with TRL's own arguments. The reference forward is never repeated.
+* ``importance_weighting="sequence"``: the reward side is not put in the advantages but added
+  at every loss call from the current log-probs (:mod:`.offpolicy`).
 * Loss side: the differentiable log-probs of TRL's single loss forward are captured and
   :func:`kl_patches.core.loss_term` is added, reduced by ``KLConfig.loss_aggregation`` and
   scaled for gradient accumulation the way TRL scales its own loss.
@@ -32,10 +34,10 @@ from typing import Any
 
 import torch
 
-from kl_patches.adapters.base import check_supported
 from kl_patches.config import KLConfig
 from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
+from . import offpolicy
 from .advantages import grpo_advantages, rloo_advantages, summed_rewards
 from .versions import (
     GLOBAL_TOKEN_COUNT_LOSS_TYPES,
@@ -107,7 +109,6 @@ def prepare_args(kind: str, model: Any, args: Any, config: KLConfig) -> Any:
 
 def validate(kind: str, args: Any, config: KLConfig) -> None:
     """Refuse settings the adapter cannot honour, naming the valid choices."""
-    check_supported(config, "trl")
     if getattr(args, "use_liger_loss", False):
         raise ValueError(
             "kl_patches.trl: use_liger_loss=True computes a fused GRPO loss with a hard-coded k3 "
@@ -126,7 +127,9 @@ def validate(kind: str, args: Any, config: KLConfig) -> None:
                 f"kl_patches.trl: loss_type={args.loss_type!r} is unknown to the adapter; choose "
                 f"one of {sorted(GRPO_LOSS_AGGREGATION)}"
             )
-    elif config.has_reward and config.reward_shape == "reward_to_go":
+    elif (
+        config.has_reward and config.reward_shape == "reward_to_go" and not offpolicy.active(config)
+    ):
         raise ValueError(
             "kl_patches.trl: RLOOTrainer's loss takes one advantage per sequence, so "
             "reward_shape='reward_to_go' cannot be expressed; use reward_shape='sequence' "
@@ -157,7 +160,12 @@ def after_init(trainer: Any, kind: str) -> None:
             "use a KL config with a reward or loss side (placement 'reward', 'loss' or 'both') "
             "and no PEFT adapter, or kl_full_monitor=False"
         )
-    if kind == "GRPO" and config.has_reward and trainer.scale_rewards != "none":
+    if (
+        kind == "GRPO"
+        and config.has_reward
+        and not offpolicy.active(config)  # its KL is not in the advantages
+        and trainer.scale_rewards != "none"
+    ):
         warnings.warn(
             f"kl_patches.trl: KL in the reward with scale_rewards={trainer.scale_rewards!r}: "
             "GRPO divides reward minus KL by the group (or batch) std, so each group's effective "
@@ -326,10 +334,13 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
             "the KL config needs them"
         )
     mask = _loss_mask(out)
-    policy = out.get("old_per_token_logps")
-    if policy is None:
-        policy = _policy_logps_again(trainer, calls)
-    penalty_local = _log_reward_side(trainer, config, policy, ref, mask)
+    policy = None if offpolicy.active(config) else out.get("old_per_token_logps")
+    if offpolicy.active(config):  # the reward side runs at loss time (offpolicy.py)
+        penalty_local = offpolicy.no_penalty(mask)
+    else:
+        if policy is None:
+            policy = _policy_logps_again(trainer, calls)
+        penalty_local = _log_reward_side(trainer, config, policy, ref, mask)
     penalty = trainer.accelerator.gather(penalty_local)
     num_generations = (
         trainer.num_generations if _mode(trainer) == "train" else trainer.num_generations_eval
@@ -339,7 +350,7 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     _relog_advantages(trainer, advantages)
     local = _local_slice(trainer, out["completion_ids"].size(0))
     advantages, scale = advantages[local], scale[local]
-    if config.reward_shape == "reward_to_go":
+    if config.reward_shape == "reward_to_go" and policy is not None:
         to_go = reward_penalty(policy, ref, mask, config)
         # token t: reward minus the KL of tokens t..T, same (sequence-level) baseline and scale
         advantages = advantages.unsqueeze(1) + (
@@ -378,14 +389,14 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
         return call(model, inputs)
     saved_beta = trainer.beta
     trainer.beta = 0.0
-    trainer._kl_capture = [] if config.has_loss else None
+    trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None
     try:
         loss = call(model, inputs)
     finally:
         trainer.beta = saved_beta
         calls = trainer._kl_capture
         trainer._kl_capture = None
-    if not config.has_loss:
+    if not config.has_loss and not offpolicy.active(config):
         return loss
     if not calls:
         raise RuntimeError(
@@ -393,6 +404,10 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
         )
     logp = calls[0][2]
     mask = _loss_mask(inputs)
+    if offpolicy.active(config):
+        loss = loss + offpolicy.grpo_term(trainer, config, logp, inputs, mask)
+    if not config.has_loss:
+        return loss
     ref = inputs["ref_per_token_logps"]
     old = inputs.get("old_per_token_logps")
     old = logp.detach() if old is None else old
@@ -420,12 +435,12 @@ def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     mask = out["completion_mask"]
     if trainer._kl_full_monitor:
         _log_full_kl(trainer, calls, mask)
-    if config.has_loss:
+    if config.has_loss or offpolicy.active(config):
         out[REF_KEY] = ref
         out[OLD_KEY] = policy
     penalty_local = (
         _log_reward_side(trainer, config, policy, ref, mask)
-        if config.has_reward
+        if config.has_reward and not offpolicy.active(config)
         else torch.zeros(mask.size(0), device=mask.device)
     )
     penalty = trainer.accelerator.gather(penalty_local)
@@ -450,7 +465,7 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     not pre-scaled for gradient accumulation, so neither is the term)."""
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
-    if not config.has_loss:
+    if not config.has_loss and not offpolicy.active(config):
         return call(model, inputs)
     trainer._kl_capture = []
     try:
@@ -465,6 +480,10 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     logp = calls[0][2]
     mask = inputs["completion_mask"]
     ref, old = inputs[REF_KEY], inputs[OLD_KEY]
+    if offpolicy.active(config):
+        loss = loss + offpolicy.rloo_term(trainer, config, logp, ref, old, mask)
+    if not config.has_loss:
+        return loss
     term = loss_term(logp, ref, mask, config, old_logp=old)
     values = kl_terms(logp.detach(), ref, mask, config)
     _log(trainer, f"kl/{config.estimator}_loss", _global_token_mean(trainer, values, mask))

@@ -20,63 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Symbol:
-    """One function the adapter relies on, as one release ships it."""
-
-    name: str
-    """Function name (``apply_kl_penalty``, ...)."""
-    module: str
-    """Module that defines it."""
-    line: int
-    """Line of the ``def`` in that module."""
-    signature: str
-    """``ast.unparse`` of the signature."""
-    body_sha: str
-    """First 12 hex digits of the sha256 of the function's source text (``def`` to end)."""
-    importers: tuple[str, ...] = ()
-    """Modules holding their own binding from ``from <module> import name``."""
-    attribute_users: tuple[str, ...] = ()
-    """Modules that call it as ``<module object>.name`` (reached by patching the definer)."""
-    reexports: tuple[str, ...] = ()
-    """Package ``__init__`` modules that re-export it."""
-
-
-@dataclass(frozen=True)
-class ChangePoint:
-    """A release where something the adapter relies on changed for one function."""
-
-    release: str
-    """First release with the change."""
-    name: str
-    """Function name."""
-    fields: tuple[str, ...]
-    """Which :class:`Symbol` fields changed (``module``, ``signature``, ``body_sha``,
-    ``importers``, ``attribute_users``, ``reexports``)."""
-    reason: str
-    """One line: what changed and what it means for the patch."""
-
-
-@dataclass(frozen=True)
-class InstallRecipe:
-    """A measured CPU install that imports and runs a release's KL functions."""
-
-    version: str
-    """verl release."""
-    commands: tuple[str, ...]
-    """pip commands in order (``$P`` = the venv's pip)."""
-    seconds: float
-    """Wall time of the whole recipe on the 2-core build VM, venv creation included."""
-    size: str
-    """``du -sh`` of the venv."""
-    imports: tuple[str, ...]
-    """Modules that imported."""
-    not_importable: tuple[str, ...]
-    """Modules that still fail, with the reason."""
-    checks: str
-    """What ran on CPU and what it gave."""
-
+from kl_patches.adapters.surface import ChangePoint, InstallRecipe, Symbol
 
 RELEASES: tuple[str, ...] = ("0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
 """Every verl release in the patch-surface range, ascending."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
+from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
 from .read import read
@@ -35,7 +36,7 @@ ENTRY = "verl.trainer.main_ppo"
 
 def parser() -> argparse.ArgumentParser:
     """The launcher's own options (everything after ``--`` goes to verl)."""
-    p = argparse.ArgumentParser(
+    p = errors.ArgumentParser(
         prog="kl-patches verl",
         description="Run verl's PPO/GRPO trainer with a kl-patches KL configuration.",
         epilog="Everything after '--' is passed to verl as Hydra overrides. Without --kl, "
@@ -68,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--entry", default=ENTRY, help=f"python module to run (default {ENTRY})")
     p.add_argument("--strict", action="store_true", help="exit 1 if the audit finds an error")
+    errors.add_debug_option(p)
     return p
 
 
@@ -80,8 +82,12 @@ def config_of(args: argparse.Namespace) -> KLConfig | None:
     for item in args.set:
         flags.deprecated("--set FIELD=VALUE", "--kl.FIELD VALUE")
         if "=" not in item:
-            raise ValueError(f"--set {item!r}: write FIELD=VALUE")
+            raise errors.UsageError(f"--set {item!r}: write FIELD=VALUE", field="--set", value=item)
         key, value = item.split("=", 1)
+        try:
+            flags.parse_tokens([f"{flags.PREFIX}{key.strip()}", value.strip()])
+        except ValueError as err:
+            raise errors.UsageError(f"--set {item}: {err}", field="--set", value=item) from None
         extra += [f"{flags.PREFIX}{key.strip()}", value.strip()]
     _, deprecated_values = flags.parse_tokens(extra)
     values = {**flags.values_from_namespace(args), **deprecated_values}
@@ -110,7 +116,9 @@ def overrides_of(argv: list[str]) -> list[str]:
     own, user = _split(list(argv))
     try:
         args = parser().parse_args(own)
-    except SystemExit as err:  # argparse printed why
+    except errors.UsageError as err:
+        raise ValueError(f"kl-patches verl cannot parse {' '.join(own)!r}: {err}") from None
+    except SystemExit as err:  # --help
         raise ValueError(f"kl-patches verl cannot parse {' '.join(own)!r}") from err
     return build(config_of(args), user, args.kl_outside_std)
 
@@ -161,17 +169,18 @@ def launcher_payload(
         return LaunchPayload(overrides_of(argv))
 
 
+@errors.command("kl-patches verl", debug_option=True)
 def main(argv: list[str]) -> int:
-    """Entry point of ``kl-patches verl``; returns the trainer's exit code."""
+    """Entry point of ``kl-patches verl``; returns the trainer's exit code.
+
+    A bad option, an invalid KL configuration or a key set both ways is one line on stderr and
+    exit code 2 (:mod:`kl_patches.cli.errors`), before verl starts.
+    """
     own, user = _split(list(argv))
     args = parser().parse_args(own)
-    try:
-        config = config_of(args)
-        overrides = build(config, user, args.kl_outside_std)
-        reading = read(overrides)
-    except ValueError as exc:
-        print(f"kl-patches verl: {exc}", file=sys.stderr)
-        return 2
+    config = config_of(args)
+    overrides = build(config, user, args.kl_outside_std)
+    reading = read(overrides)
     print(f"kl-patches verl: KL as configured: {reading.config}", file=sys.stderr)
     from kl_patches.theory import verdict
 
@@ -202,7 +211,14 @@ def main(argv: list[str]) -> int:
     if args.check:
         from .hydra_config import compose
 
-        compose(overrides)
+        try:
+            compose(overrides)
+        except ImportError:
+            raise
+        except Exception as err:  # Hydra's composition errors: the user's overrides
+            if errors.debug_requested(own, True):
+                raise
+            raise errors.UsageError(f"verl's config refuses the overrides: {err}") from err
         print("kl-patches verl: verl's config accepts the overrides", file=sys.stderr)
         return 0
     env = dict(os.environ)
@@ -211,8 +227,7 @@ def main(argv: list[str]) -> int:
         try:
             _check_plugin()
         except RuntimeError as exc:
-            print(f"kl-patches verl: {exc}", file=sys.stderr)
-            return 2
+            raise errors.UsageError(str(exc)) from None
         if spec is not None:
             env[ENV_VAR] = spec.to_json()
     return subprocess.call(command, env=env)

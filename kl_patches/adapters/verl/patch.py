@@ -34,6 +34,7 @@ from kl_patches import core
 from kl_patches.adapters.patching import PatchRegistry, Target
 from kl_patches.config import KLConfig
 
+from . import offpolicy
 from .delivery import PatchSpec
 from .versions import MARKER, SUPPORT
 
@@ -179,6 +180,7 @@ def _apply_kl_penalty(
             data, kl_ctrl, kl_penalty
         )
     spec = _require_active()
+    offpolicy.refuse_in_reward(spec.config)
     cfg = spec.config.replace(coef=float(kl_ctrl.value), loss_coef=None)
     if cfg.placement == "loss":
         raise ValueError(
@@ -266,6 +268,13 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
         return original(config, model_output, data, dp_group=dp_group)
     spec = _require_active()
     cfg = spec.config
+    if offpolicy.active(cfg):  # the reward side at loss time (offpolicy.py)
+        loss, metrics = original(
+            _native_actor_config(config), model_output, data, dp_group=dp_group
+        )
+        return offpolicy.ppo_loss(
+            loss, metrics, config, model_output, data, cfg, _aggregated_loss_term
+        )
     if not cfg.has_loss:
         raise ValueError(
             f"actor.kl_loss_type={MARKER!r} but the kl-patches config {cfg} has no loss side; "

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kl_patches.adapters.base import check_supported
 from kl_patches.adapters.files import load_mapping_text, read_text
 from kl_patches.config import KLConfig
 
+from . import offpolicy
 from .delivery import PatchSpec
 from .versions import (
     ACTOR,
@@ -50,7 +50,12 @@ def reward_needs_patch(config: KLConfig, kl_outside_std: bool = False) -> bool:
     """True when verl's ``apply_kl_penalty`` cannot produce the reward side of ``config``."""
     if not config.has_reward:
         return False
-    return config.granularity == "sequence" or kl_outside_std or not _native_clamps(config)
+    return (
+        config.granularity == "sequence"
+        or config.importance_weighting == "sequence"  # computed in the loss (offpolicy.py)
+        or kl_outside_std
+        or not _native_clamps(config)
+    )
 
 
 def loss_needs_patch(config: KLConfig) -> bool:
@@ -87,7 +92,14 @@ def to_overrides(
     ``loss_agg_mode``, which verl shares between the policy loss and the KL loss.
     """
     cfg = KLConfig.coerce(dict(config) if isinstance(config, Mapping) else config)
-    check_supported(cfg, "verl")
+    if offpolicy.active(cfg):  # the reward side runs in the actor's loss (offpolicy.py)
+        if kl_outside_std:
+            raise ValueError(
+                "kl_outside_std=True has no effect with importance_weighting='sequence' (its KL "
+                "is not in the advantages); drop kl_outside_std"
+            )
+        spec = PatchSpec(cfg)
+        return [*offpolicy.overrides(cfg), f"++{RUNTIME_ENV_PREFIX}{ENV_VAR}='{spec.to_json()}'"]
     if kl_outside_std and not cfg.has_reward:
         raise ValueError("kl_outside_std=True needs a reward side (placement 'reward' or 'both')")
     if kl_outside_std and cfg.reward_shape != "sequence":

@@ -80,3 +80,71 @@ def test_paper_grid() -> None:
         parsed = _parse("grpo", [*argv, "--output_dir", f"runs/grpo-{name}", *CPU], True)
         assert parsed[-1].to_config() == KLConfig.parse(name, coef=0.05)
     assert "-m kl_patches.trl grpo" in " ".join(shlex.split(text.replace("\\\n", " "), True))
+
+
+# ----------------------------------------------------------------------------- argument errors
+_CPU = ["--output_dir", "out", *CPU]
+
+
+def _yaml(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        pytest.param(
+            ["--learning_rate", "abc"],
+            "invalid float value: 'abc' (see python -m kl_patches.trl grpo --help)",
+            id="trl-parser-bad-float",
+        ),
+        pytest.param(
+            ["--no_such_option", "1"],
+            "Some specified arguments are not used by the HfArgumentParser",
+            id="trl-unknown-option",
+        ),
+        pytest.param(
+            ["--auto_find_batch_size", "true"],
+            "auto_find_batch_size is not supported by GRPO",
+            id="trl-config-refuses",
+        ),
+        pytest.param(
+            ["--kl", "k1-in-reward", "--kl.importance_weighting", "token"],
+            "importance_weighting='token' weights the loss-side term",
+            id="kl-combination",
+        ),
+        pytest.param(
+            ["--config", "{tmp}/missing.yaml"], "missing.yaml: No such file", id="missing-config"
+        ),
+        pytest.param(
+            ["--config", "{yaml:kl_estimator: k9}"],
+            "kl_* settings (--config file or --kl_* flags): KLConfig.estimator='k9' is not valid",
+            id="yaml-bad-kl-value",
+        ),
+        pytest.param(
+            ["--config", "{yaml:kl_typo: 3}"],
+            "Unknown arguments from config file: ['--kl_typo', '3']",
+            id="yaml-unknown-key",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_line_before_training(
+    argv: list[str], fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TRL's own parser and config checks, the kl_* keys of a YAML and KL combinations that
+    only fail together: each is one line on stderr and exit 2, with no traceback and no run."""
+    from kl_patches.adapters.trl import launch, patch
+
+    resolved = []
+    for word in argv:
+        if word.startswith("{yaml:"):
+            word = _yaml(tmp_path, word[len("{yaml:") : -1] + "\n")
+        resolved.append(word.replace("{tmp}", str(tmp_path)))
+    assert launch.main(["grpo", *resolved, *_CPU]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kl_patches.trl: "), err
+    assert fragment in lines[0] and "Traceback" not in out + err
+    assert not patch.applied()  # refused before the patch, let alone the run

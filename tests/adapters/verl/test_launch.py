@@ -121,3 +121,16 @@ def test_launcher_runs_entry_with_overrides_and_patch_env(
     config = KLConfig(estimator="k3", placement="loss", importance_weighting="token")
     assert seen["argv"] == ["algorithm.adv_estimator=grpo", *kv.to_overrides(config)]
     assert seen["env"] == delivery.PatchSpec(config).to_json()
+
+
+def test_launcher_check_refusing_an_override_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Hydra's composition error for a bad override ends the launcher with one line, exit 2."""
+    code = launch.main(["--kl", "k1-in-reward", "--check", "--", "algorithm.no_such_key=1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        "kl-patches verl: verl's config refuses the overrides: Could not override "
+        "'algorithm.no_such_key'. To append to your config use +algorithm.no_such_key=1"
+    )

@@ -169,14 +169,10 @@ def test_written_down_defaults_match_installed_verl() -> None:
 
 
 def test_every_valid_klconfig_composes() -> None:
-    """All KLConfig combinations the adapter accepts (native or patched) give overrides verl's
-    config accepts; the others (prefix importance weights, not wired in yet) are refused."""
+    """All KLConfig combinations (native or patched, prefix importance weights included) give
+    overrides verl's config accepts."""
     seen: set[tuple[str, ...]] = set()
     for config in all_configs(coef=0.1):
-        if config.importance_weighting == "sequence":
-            with pytest.raises(ValueError, match="not supported by the verl adapter yet"):
-                kv.to_overrides(config)
-            continue
         overrides = kv.to_overrides(config)
         # One composition per override shape: numbers and the JSON payload vary only values.
         shape = tuple(re.sub(r"=[0-9.e-]+$|='\{.*\}'$", "=V", o) for o in overrides)
