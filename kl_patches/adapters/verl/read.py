@@ -892,8 +892,10 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
                 f"{s['data.train_batch_size']} give several updates per batch, but verl's loss KL "
                 "has no importance weight pi/pi_old: after the first update it is evaluated on "
                 "samples from an older policy.",
-                fix="kl-patches importance_weighting='token', or "
-                f"{ACTOR}ppo_mini_batch_size=<data.train_batch_size> {ACTOR}ppo_epochs=1",
+                fix="kl-patches --kl k1-in-reward --kl.importance_weighting sequence (the "
+                "reverse-KL gradient off-policy), or importance_weighting='token' (this "
+                f"estimator, each token reweighted), or {ACTOR}ppo_mini_batch_size="
+                f"<data.train_batch_size> {ACTOR}ppo_epochs=1",
             )
         )
     return out
