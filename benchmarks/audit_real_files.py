@@ -21,11 +21,16 @@ expected launch the library itself would refuse (``rejected``) is matched only b
 trainer of that library with status ``error`` (an audit that cannot read the file at all is
 *unreadable*, not right). *Unreadable*: the audit exited 2, timed out or printed no JSON.
 
-Two expectations are scored: ``newest`` (the releases the audit assumes: verl 0.9.1,
-OpenRLHF 0.11.2, TRL 1.16.0) and ``pinned`` (the version the file's repository pins). With
-``--library-version-from-pin`` the pinned run passes ``--library-version LIB=VER`` to the audit
-when its ``--help`` offers that option; otherwise the pinned expectation is scored against the
-same audit output. Not part of the test suite (it needs the mirrors).
+Two expectations are scored: ``newest`` (verl 0.9.1, OpenRLHF 0.11.2, TRL 1.16.0) and
+``pinned`` (the version the file's repository pins). When the audit's ``--help`` offers
+``--library-version``, the newest run passes the newest releases explicitly (so that an
+installed library or a pin the audit detects cannot change what "newest" means), and with
+``--library-version-from-pin`` the pinned run passes ``--library-version LIB=VER``; a pin read
+from a vendored copy's version file in a project's repository (not the library's own) is passed
+as ``VER+vendored`` (a PEP 440 local label: a copy of VER that may hold later code, which is what
+the audit's own detection reports for such a copy; verl's main branch kept the version file at
+0.1 from the v0.1 to the v0.2 release). Without the option the pinned expectation is scored
+against the same audit output. Not part of the test suite (it needs the mirrors).
 """
 
 from __future__ import annotations
@@ -49,6 +54,25 @@ sys.path.insert(0, str(HERE))
 from mirror import MirrorError, git_dir, materialise  # noqa: E402
 
 LIBRARIES = ("verl", "openrlhf", "trl")
+LIBRARY_REPOS = {
+    "verl": ("verl-project/verl", "volcengine/verl"),
+    "openrlhf": ("OpenRLHF/OpenRLHF",),
+    "trl": ("huggingface/trl",),
+}
+"""Each library's own repository (a pin read there at a release tag is that release)."""
+VERSION_FILES = ("version/version", "version.txt", "VERSION", "__init__.py")
+
+
+def pinned_version(item: dict[str, Any]) -> str:
+    """The pin as ``--library-version`` takes it (``VER+vendored`` for a vendored copy's file)."""
+    pin = item["pin"]
+    version = str(pin["version"])
+    where = str(pin.get("where", ""))
+    own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
+    vendored = not own and where.endswith(VERSION_FILES) and " " not in where
+    if vendored and "+" not in version and not version.endswith(("x", "*")):
+        return version + "+vendored"
+    return version
 
 
 # ----------------------------------------------------------------------------- audit side
@@ -304,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = yaml.safe_load(args.files.read_text())
     items = [x for x in doc["files"] if not args.only or x["id"] in args.only]
     audit_cmd = shlex.split(args.audit) if args.audit else [default_audit(), "audit"]
-    with_version = args.library_version_from_pin and supports_library_version(audit_cmd)
+    supports = supports_library_version(audit_cmd)
+    with_version = args.library_version_from_pin and supports
     if args.library_version_from_pin and not with_version:
         print("note: the audit has no --library-version option; the pinned expectation is "
               "scored against the same audit output as the newest one\n")  # fmt: skip
@@ -328,7 +353,13 @@ def main(argv: list[str] | None = None) -> int:
             cwd = root / item.get("mount", "") / item.get("cwd", ".")
             cwd.mkdir(parents=True, exist_ok=True)
             variables = {str(k): str(v) for k, v in (item.get("env") or {}).items()}
-            plain = run_audit(audit_cmd, path, cwd, variables, [], args.timeout)
+            newest = (
+                [w for lib, ver in doc["newest"].items() for w in ("--library-version",
+                                                                    f"{lib}={ver}")]
+                if supports
+                else []
+            )  # fmt: skip
+            plain = run_audit(audit_cmd, path, cwd, variables, newest, args.timeout)
             res["audit"] = _summary(plain)
             res["newest"] = score(item["expect"]["newest"]["launches"], plain)
             res["newest"]["lib_rejects"] = _rejects(item["expect"]["newest"]["launches"])
@@ -339,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             if "pinned" in item["expect"]:
                 pin_run = plain
                 if with_version:
-                    lib_ver = f"{item['library']}={item['pin']['version']}"
+                    lib_ver = f"{item['library']}={pinned_version(item)}"
                     pin_run = run_audit(audit_cmd, path, cwd, variables,
                                         ["--library-version", lib_ver], args.timeout)  # fmt: skip
                     res["audit_pinned"] = _summary(pin_run)

@@ -386,8 +386,9 @@ def _off_policy_advice(config: KLConfig, clipped: bool, on_policy_advice: str) -
             f"accept its bias. On-policy: {on_policy_advice}"
         )
     return (
-        f"Off-policy, use {fix} with the behaviour policy's log-probs "
-        "(core.reward_penalty(..., behaviour_logp=...), recomputed at every update). "
+        f"Off-policy, use {fix}: the adapters take the behaviour policy's log-probs the "
+        "library already has and recompute the weights at every update "
+        "(core.importance_weighted_surrogate). "
         f"On-policy: {on_policy_advice}"
     )
 

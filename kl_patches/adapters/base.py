@@ -183,6 +183,9 @@ JOBS: dict[str, tuple[str, bool]] = {
     "bare_payload": (".read:bare_payload", False),
     "claims": (".read:claims", False),
     "launcher_payload": (".launch:launcher_payload", True),
+    "releases": (".semantics:releases", False),
+    "vendored_version": (".semantics:vendored_version", False),
+    "semantics": (".semantics:semantics", False),
 }
 """The functions every adapter folder provides by convention: job -> (where, relative to the
 adapter's package, and whether it is required).
@@ -199,7 +202,12 @@ adapter's package, and whether it is required).
 * ``read.claims(mapping) -> bool``: whether a loaded YAML/JSON config is this library's;
 * ``launch.launcher_payload(label, argv, base_dir, origin) -> LaunchPayload``: a kl-patches
   launch's argv as the reader's input plus its KLConfig; ValueError when the launcher would
-  refuse the argv.
+  refuse the argv;
+* ``semantics.releases() -> tuple[str, ...]``: every release the adapter's per-version data
+  covers, ascending (the audit reads a range pin as the newest it allows);
+* ``semantics.vendored_version(directory) -> (version, file) | None``: a copy of the library
+  inside ``directory`` (a vendored checkout) and the version it states;
+* ``semantics.semantics(version)``: what a launch means in that release (the reader calls it).
 """
 
 
@@ -311,6 +319,21 @@ class AdapterDescriptor:
         """Whether a loaded config mapping belongs to this library."""
         claim = self.function("claims")
         return claim is not None and bool(claim(mapping))
+
+    def releases(self) -> tuple[str, ...]:
+        """Every release the adapter's per-version data covers (its tested ones when it has
+        none recorded), ascending."""
+        fn = self.function("releases")
+        found: tuple[str, ...] = tuple(fn()) if fn is not None else tuple(self.support.tested)
+        return found
+
+    def vendored_version(self, directory: Path) -> tuple[str, str] | None:
+        """(version, file) of a copy of the library inside ``directory``, None if none."""
+        fn = self.function("vendored_version")
+        if fn is None:
+            return None
+        found: tuple[str, str] | None = fn(directory)
+        return found
 
     @property
     def reads_config_files(self) -> bool:

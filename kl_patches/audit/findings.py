@@ -48,6 +48,15 @@ SCRIPT_ARGUMENTS = "script_arguments"
 """The launch forwards the script's arguments, which are empty in a run without arguments."""
 MIXED_ESTIMATORS = "mixed_estimators"
 """The reward and the loss side use different estimators."""
+VERSION_RANGE_DIFFERS = "version_range_differs"
+"""A range pin allows releases that run the file differently."""
+VERSION_INSTALLED_DIFFERS = "version_installed_differs"
+"""The pinned (or vendored, or given) version runs the file differently from the installed one."""
+VERSION_NEWEST_DIFFERS = "version_newest_differs"
+"""The pinned (or vendored, or given) version runs the file differently from the newest tested
+release (nothing installed)."""
+LAUNCH_UNREADABLE = "launch_unreadable"
+"""One launch of a file with several could not be read (the others are reported)."""
 
 CODES = (
     KL_OFF,
@@ -65,6 +74,10 @@ CODES = (
     NOT_REFERENCE_KL,
     SCRIPT_ARGUMENTS,
     MIXED_ESTIMATORS,
+    VERSION_RANGE_DIFFERS,
+    VERSION_INSTALLED_DIFFERS,
+    VERSION_NEWEST_DIFFERS,
+    LAUNCH_UNREADABLE,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 

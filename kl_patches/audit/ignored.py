@@ -8,6 +8,7 @@ thousand keys takes a few hundred reads.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -71,9 +72,17 @@ _PROBE = "__kl_patches_probe__"
 """A value no reader accepts as a real setting: a key whose probe changes nothing is not read."""
 
 
+def _without_refusals(reading: NativeReading) -> NativeReading:
+    """``reading`` without the findings that list keys the library version refuses
+    (``verl.key_rejected``, ``openrlhf.flag_rejected``, ...): a refused key is left out of the
+    reading, so it is not read, and naming one key fewer must not count as a change."""
+    kept = tuple(f for f in reading.findings if not f.code.endswith("_rejected"))
+    return dataclasses.replace(reading, findings=kept)
+
+
 def _unchanged(read: Callable[[Any], NativeReading], payload: Any, reading: NativeReading) -> bool:
     other = _safe_read(read, payload)
-    return other is not None and other == reading
+    return other is not None and _without_refusals(other) == _without_refusals(reading)
 
 
 def ignored_keys(inp: AuditInput, reading: NativeReading) -> tuple[str, ...]:
@@ -115,7 +124,11 @@ def ignored_keys(inp: AuditInput, reading: NativeReading) -> tuple[str, ...]:
         return tuple(dict.fromkeys(key for key, _, _ in unused))
     if isinstance(payload, dict):
         data = payload
-        paths = [p for p in _leaves(data) if not _matches_setting(".".join(p), settings)]
+        paths = [
+            p
+            for p in _leaves(data)
+            if not _matches_setting(".".join(p), settings) and not p[0].startswith("__")
+        ]
 
         def removed_d(group: list[Any]) -> Any:
             out = data

@@ -545,15 +545,18 @@ def inputs_from_mapping(
     origin: str,
     path: Path | None = None,
     version: str | None = None,
+    variables: dict[str, str] | None = None,
 ) -> list[AuditInput]:
     """A YAML/JSON config (already loaded) as one input; a Hydra config's ``defaults`` are
-    composed first (files beside ``path``), a cluster job file's commands read as shell."""
+    composed first (files beside ``path``), a cluster job file's commands read as shell (with
+    the variables it declares, under ``variables``: the audit's ``--var``)."""
     _check_library(library)
     job = cluster_commands(data)
     if job is not None and library_of_mapping(data) is None:
-        text, variables = job
+        text, declared = job
         base = path.parent if path is not None else None
-        return inputs_from_text(text, f"{origin}:run", library, variables, base, version=version)
+        merged = {**declared, **(variables or {})}
+        return inputs_from_text(text, f"{origin}:run", library, merged, base, version=version)
     lib = library or library_of_mapping(data)
     if lib is None:
         readable = [d for d in adapters.descriptors() if d.reads_config_files]
@@ -696,10 +699,21 @@ def inputs_from_text(
         raise InputError(f"{origin}: {err}") from err
     ctx.script = script
     found: list[AuditInput] = []
+    refused: list[AuditInput] = []
     for cmd in script.commands:
-        for item in _from_command(cmd, ctx):
+        try:
+            items = _from_command(cmd, ctx)
+        except InputError as err:
+            if len(script.commands) == 1:
+                raise
+            refused.append(_unreadable(cmd, ctx, str(err)))
+            continue
+        for item in items:
             if library is None or item.library == library:
                 found.append(item)
+    if refused and not found:
+        raise InputError(str(refused[0].context["error"]))
+    found += refused
     stop = (
         [
             AuditFinding(
@@ -753,6 +767,35 @@ def inputs_from_text(
             version=version,
         )
     ]
+
+
+def _unreadable(cmd: Command, ctx: _Ctx, why: str) -> AuditInput:
+    """A launch of a multi-launch script that cannot be read, as a marker input (the audit
+    reports it as an error entry beside the file's readable launches)."""
+    words = cmd.words
+    owners = [
+        d.name for d in adapters.descriptors() if any(_safe(d, words, i) for i in range(len(words)))
+    ]
+    return AuditInput(
+        library=owners[0] if owners else ctx.library or adapters.names()[0],
+        payload=[],
+        origin=_where(cmd, ctx),
+        kind="unreadable",
+        notes=tuple(cmd.notes),
+        context={"error": why},
+    )
+
+
+def _safe(d: AdapterDescriptor, words: list[str], i: int) -> bool:
+    """True when the launch at ``i`` belongs to ``d`` (a launcher or entry of its own)."""
+    try:
+        found = _launcher_at(words, i)
+    except InputError:
+        found = None
+    entry = _entry_at(words, i)
+    return (found is not None and found[0].name == d.name) or (
+        entry is not None and entry[0].name == d.name
+    )
 
 
 def looked_for() -> list[str]:
@@ -825,7 +868,7 @@ def inputs_from_file(
         return inputs_from_python(text, str(p), library, version)
     if suffix in YAML_SUFFIXES:
         data = load_mapping_text(text, str(p), suffix == ".json")
-        return inputs_from_mapping(data, library, str(p), p, version)
+        return inputs_from_mapping(data, library, str(p), p, version, variables)
     if suffix not in SHELL_SUFFIXES and not text.startswith("#!"):
         if _looks_like_python(text):
             return inputs_from_python(text, str(p), library, version)
@@ -836,6 +879,6 @@ def inputs_from_file(
         except InputError:  # no pyyaml, or not a YAML mapping: a script or an overrides list
             mapping = None
         if mapping and not any(isinstance(k, str) and "=" in k for k in mapping):
-            return inputs_from_mapping(mapping, library, str(p), p, version)
+            return inputs_from_mapping(mapping, library, str(p), p, version, variables)
     kind = "shell" if suffix in SHELL_SUFFIXES or text.startswith("#!") else "overrides"
     return inputs_from_text(text, str(p), library, variables, p.parent, kind, version, p)

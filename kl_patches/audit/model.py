@@ -71,6 +71,14 @@ class AuditEntry:
     """Keys/flags of the input that the reader did not use (not KL-relevant, or unknown)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What the audit could not follow exactly (shell substitutions, unresolved variables)."""
+    library_version: str | None = None
+    """The library version the launch was read as (see :mod:`kl_patches.audit.versions`)."""
+    version_source: str = ""
+    """Why that version: ``given``, ``pin``, ``vendored``, ``installed``, ``newest`` (``object``
+    for a reading an adapter produced itself)."""
+    version_where: str = ""
+    """What said so: ``--library-version``, the pin's ``path:line`` and specifier, the vendored
+    version file, the package metadata."""
 
     @property
     def kl_on(self) -> bool:
@@ -123,4 +131,7 @@ class AuditInput:
     args_forwarded: bool = False
     """True when the launch forwards the script's arguments (``$@``): none in a clean run."""
     version: str | None = None
-    """A library version to read the launch as (reserved for version-aware reading)."""
+    """A library version to read the launch as (None: the audit chooses, see
+    :mod:`kl_patches.audit.versions`)."""
+    path: str | None = None
+    """The audited file the launch was found in (where version detection starts)."""

@@ -12,6 +12,7 @@ ever added):
      "summary": {"trainers": int, "unbiased": int, "biased": int, "kl_off": int, "error": int},
      "trainers": [{
         "origin": str, "input_kind": str, "library": str, "version": str|null, "trainer": str,
+        "library_version": str|null, "version_source": str, "version_where": str,
         "status": "unbiased"|"biased"|"kl_off"|"error", "kl_on": bool, "off_policy": bool,
         "off_policy_reason": str,
         "config": {KLConfig.to_dict(), + "loss_estimator" when the sides differ},
@@ -76,6 +77,9 @@ def entry_dict(entry: AuditEntry) -> dict[str, Any]:
         "input_kind": entry.kind,
         "library": r.library,
         "version": r.version,
+        "library_version": entry.library_version,
+        "version_source": entry.version_source,
+        "version_where": entry.version_where,
         "trainer": r.trainer,
         "status": entry.status,
         "kl_on": entry.kl_on,
@@ -222,6 +226,24 @@ def _verdict_line(entry: AuditEntry) -> str:
     return f"{v.gradient}: {head}. {v.explanation}"
 
 
+_SOURCE_TEXT = {
+    "given": "given with --library-version",
+    "pin": "pinned",
+    "vendored": "a vendored copy",
+    "installed": "the installed package",
+    "newest": "nothing pins it: the newest tested release",
+}
+
+
+def _version_text(entry: AuditEntry) -> str:
+    """``trl 0.18.0, pinned: setup.py:12 ==0.18.0`` for the detail block."""
+    text = f"{entry.reading.library} {entry.library_version}, "
+    text += _SOURCE_TEXT.get(entry.version_source, entry.version_source)
+    if entry.version_where and entry.version_source not in ("given", "newest"):
+        text += f": {entry.version_where}"
+    return text
+
+
 def _detail_lines(i: int, entry: AuditEntry, width: int) -> list[str]:
     r = entry.reading
     out = [f"[{i}] {entry.origin}  {_library(entry)}  {r.trainer}  -> {_STATUS_TEXT[entry.status]}"]
@@ -231,6 +253,8 @@ def _detail_lines(i: int, entry: AuditEntry, width: int) -> list[str]:
         out.append(f"    {label:<11} {wrapped[0]}")
         out.extend(f"    {'':<11} {w}" for w in wrapped[1:])
 
+    if entry.version_source and entry.version_source != "object":
+        field("version", _version_text(entry))
     field("KL as run", str(r.config) + (f"; loss side: {r.loss_config}" if r.loss_config else ""))
     field("policy", _policy(entry) + (f" ({r.off_policy_reason})" if r.off_policy_reason else ""))
     field("verdict", _verdict_line(entry))

@@ -37,6 +37,10 @@ from kl_patches import adapters
 from kl_patches.adapters.base import NativeReading
 from kl_patches.audit.findings import (
     IGNORED_KL_KEY,
+    LAUNCH_UNREADABLE,
+    VERSION_INSTALLED_DIFFERS,
+    VERSION_NEWEST_DIFFERS,
+    VERSION_RANGE_DIFFERS,
     audit_findings,
     input_findings,
     not_reference_findings,
@@ -46,7 +50,8 @@ from kl_patches.audit.findings import (
 from kl_patches.audit.ignored import ignored_keys
 from kl_patches.audit.inputs import inputs_from_argv, inputs_from_file, inputs_from_mapping
 from kl_patches.audit.model import AuditEntry, AuditError, AuditFinding, AuditInput, InputError
-from kl_patches.audit.verdicts import verdict_of
+from kl_patches.audit.verdicts import describe_reading, verdict_of
+from kl_patches.audit.versions import VersionChoice, choose, parse_given
 from kl_patches.config import KLConfig
 
 
@@ -134,6 +139,8 @@ def audit_reading(
         fix_switch=fix_switch,
         ignored_keys=ignored,
         notes=tuple(notes),
+        library_version=reading.version,
+        version_source="object",
     )
 
 
@@ -152,13 +159,147 @@ def launched_reading(native: NativeReading, config: KLConfig) -> NativeReading:
     )
 
 
-def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
-    """Read one launch through its adapter and audit it."""
+def _with_version(inp: AuditInput, choice: VersionChoice) -> AuditInput:
+    """``inp`` with the reader's version context of ``choice``."""
+    context = dict(inp.context)
+    context["version"] = choice.version
+    if choice.snapshot:
+        context["version_snapshot"] = True
+    if choice.source == "vendored" and choice.where:
+        context["version_file"] = choice.where
+    return dataclasses.replace(inp, context=context, version=choice.version)
+
+
+def _at(inp: AuditInput, version: str) -> NativeReading | None:
+    """The reading of ``inp`` as another ``version`` runs it (None if it cannot be read)."""
+    context = {k: v for k, v in inp.context.items() if not k.startswith("version")}
+    context["version"] = version
+    try:
+        return _read(dataclasses.replace(inp, context=context, version=version))
+    except AuditError:
+        return None
+
+
+def _kl_text(reading: NativeReading) -> str:
+    """``k3-in-loss, coef 0.04`` / ``no KL`` for the version findings."""
+    c = reading.config
+    if not (c.has_reward or c.has_loss):
+        return "no KL"
+    coef = c.coef if c.has_reward else c.loss_coef_value
+    text = f"{describe_reading(reading)}, coef {coef:g}"
+    refused = [f.code for f in reading.findings if f.severity == "error"]
+    return text + (f" ({', '.join(refused)})" if refused else "")
+
+
+def _same(a: NativeReading, b: NativeReading) -> bool:
+    errors_a = sorted(f.code for f in a.findings if f.severity == "error")
+    errors_b = sorted(f.code for f in b.findings if f.severity == "error")
+    return (
+        a.config == b.config
+        and a.loss_config == b.loss_config
+        and a.off_policy == b.off_policy
+        and errors_a == errors_b
+    )
+
+
+def _changed_settings(a: NativeReading, b: NativeReading) -> list[str]:
+    out = []
+    for key, value in a.settings.items():
+        if key in b.settings and b.settings[key] != value:
+            out.append(f"{key} {value!r} -> {b.settings[key]!r}")
+    return out
+
+
+MAX_RANGE_READS = 64
+"""Releases of a range pin read at most, to tell whether the verdict differs across it."""
+
+
+def version_findings(
+    inp: AuditInput, choice: VersionChoice, reading: NativeReading
+) -> list[AuditFinding]:
+    """Findings only a version-aware reader can give: a range pin across which the same file
+    runs differently, and a pinned or vendored version that runs the file differently from the
+    installed one (or, with none installed, from the newest tested release)."""
+    out: list[AuditFinding] = []
+    lib = inp.library
+    if len(choice.allowed) > 1:
+        groups: list[tuple[list[str], str]] = []
+        for release in choice.allowed[-MAX_RANGE_READS:]:
+            other = reading if release == choice.version else _at(inp, release)
+            text = "unreadable" if other is None else _kl_text(other)
+            if groups and groups[-1][1] == text:
+                groups[-1][0].append(release)
+            else:
+                groups.append(([release], text))
+        if len(groups) > 1:
+            parts = [
+                f"{g[0]}" + (f"-{g[-1]}" if len(g) > 1 else "") + f": {text}" for g, text in groups
+            ]
+            out.append(
+                AuditFinding(
+                    VERSION_RANGE_DIFFERS,
+                    "warning",
+                    f"The pin {lib}{choice.spec} ({choice.where}) allows releases that run this "
+                    f"file differently: {'; '.join(parts)}. It is read as {choice.version}, the "
+                    "newest the pin allows.",
+                    f"pin one release ({lib}=={choice.version}), or audit with "
+                    f"--library-version {lib}=<the release you run>",
+                    "audit",
+                )
+            )
+    if choice.source not in ("pin", "vendored", "given"):
+        return out
+    d = adapters.get(lib)
+    installed = d.support.installed()
+    other_version = installed or d.support.tested[-1]
+    if other_version == choice.version:
+        return out
+    other = _at(inp, other_version)
+    if other is None or _same(reading, other):
+        return out
+    changed = _changed_settings(reading, other)
+    what = (
+        f"the installed {lib} {installed}"
+        if installed
+        else f"{lib} {other_version} (the newest tested release)"
+    )
+    why = {"pin": "pinned", "vendored": "vendored", "given": "given"}[choice.source]
+    out.append(
+        AuditFinding(
+            VERSION_INSTALLED_DIFFERS if installed else VERSION_NEWEST_DIFFERS,
+            "warning" if installed else "info",
+            f"This file is read as {lib} {choice.version} ({why}: {choice.where}), where it runs "
+            f"{_kl_text(reading)}; on {what} the same file runs {_kl_text(other)}"
+            + (f" (settings that differ: {', '.join(changed[:4])})" if changed else "")
+            + ".",
+            f"install {lib}=={choice.version}" if installed else "",
+            "audit",
+        )
+    )
+    return out
+
+
+def audit_input(
+    inp: AuditInput,
+    check_keys: bool = True,
+    versions: dict[str, str] | None = None,
+) -> AuditEntry:
+    """Read one launch through its adapter and audit it, as the version :func:`choose`
+    picks for it (``versions``: :func:`~kl_patches.audit.versions.parse_given`'s mapping)."""
+    try:
+        choice = choose(inp.library, inp.path, versions)
+    except ValueError as err:
+        raise AuditError(str(err)) from err
+    inp = _with_version(inp, choice)
     reading = _read(inp)
     if reading.loss_config is not None and inp.kl_config is not None:
         reading = dataclasses.replace(reading, loss_config=None)
     ignored = ignored_keys(inp, reading) if check_keys else ()
     notes = list(inp.notes)
+    notes += list(choice.notes)
+    extra = list(input_findings(inp, reading))
+    if inp.kl_config is None:
+        extra += version_findings(inp, choice, reading)
     if inp.kl_config is not None:
         reading = launched_reading(reading, inp.kl_config)
         notes.append(
@@ -171,8 +312,12 @@ def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
             f"{len(ignored)} key(s) not read by the {inp.library} reader (not KL-relevant, or "
             f"unknown): {', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}"
         )
-    return audit_reading(
-        reading, inp.origin, inp.kind, notes, input_findings(inp, reading), ignored
+    entry = audit_reading(reading, inp.origin, inp.kind, notes, extra, ignored)
+    return dataclasses.replace(
+        entry,
+        library_version=choice.version,
+        version_source=choice.source,
+        version_where=(choice.where + (f" {choice.spec}" if choice.spec else "")).strip(),
     )
 
 
@@ -188,16 +333,24 @@ def audit(
     source: Any,
     library: str | None = None,
     variables: dict[str, str] | None = None,
-    version: str | None = None,
+    version: str | list[str] | tuple[str, ...] | dict[str, str] | None = None,
 ) -> list[AuditEntry]:
     """Audit a file path, an argv list, a config mapping, a NativeReading or a config object.
 
-    ``version`` is reserved for version-aware reading (threaded to the readers; today they read
-    the tested release). Raises :class:`AuditError` for input it cannot read (the CLI turns
-    that into exit code 2), including input nested too deeply for the reader.
+    ``version`` is the library version to read launches as: ``"0.18.0"`` (every library),
+    ``"trl=0.18.0"``, a list of those, a ``{library: version}`` mapping, or a specifier
+    (``"trl>=0.18,<=0.24"``); without it the version is detected per launch (pins, a vendored
+    copy, the installed package, else the newest tested release: see
+    :mod:`kl_patches.audit.versions`), and each entry says which and why. Raises
+    :class:`AuditError` for input it cannot read (the CLI turns that into exit code 2),
+    including input nested too deeply for the reader.
     """
     try:
-        return _audit(source, library, variables, version)
+        given = parse_given(version)
+    except ValueError as err:
+        raise AuditError(str(err)) from err
+    try:
+        return _audit(source, library, variables, given)
     except RecursionError as err:
         raise AuditError(
             f"{source if isinstance(source, (str, Path)) else 'input'}: nested too deeply to read"
@@ -205,13 +358,16 @@ def audit(
 
 
 def _audit(
-    source: Any, library: str | None, variables: dict[str, str] | None, version: str | None
+    source: Any, library: str | None, variables: dict[str, str] | None, given: dict[str, str]
 ) -> list[AuditEntry]:
     try:
         if isinstance(source, NativeReading):
             return [audit_reading(source)]
         if isinstance(source, (str, Path)):
-            inputs = inputs_from_file(source, library, variables, version)
+            inputs = [
+                dataclasses.replace(inp, path=str(source))
+                for inp in inputs_from_file(source, library, variables)
+            ]
         elif isinstance(source, (list, tuple)):
             inputs = inputs_from_argv([str(s) for s in source], library)
         elif isinstance(source, dict):
@@ -223,20 +379,70 @@ def _audit(
                     f"cannot tell which library a {type(source).__name__} belongs to; pass "
                     f"library= one of {list(adapters.names())}"
                 )
-            reading = _read(AuditInput(lib, source, type(source).__name__, "object"))
-            return [audit_reading(reading, type(source).__name__, "object")]
+            choice = choose(lib, None, given)
+            inp = _with_version(AuditInput(lib, source, type(source).__name__, "object"), choice)
+            reading = _read(inp)
+            entry = audit_reading(reading, type(source).__name__, "object")
+            return [
+                dataclasses.replace(
+                    entry,
+                    library_version=choice.version,
+                    version_source=choice.source,
+                    version_where=choice.where,
+                )
+            ]
     except InputError as err:
         raise AuditError(str(err)) from err
-    return [audit_input(inp) for inp in inputs]
+    except ValueError as err:
+        raise AuditError(str(err)) from err
+    entries: list[AuditEntry] = []
+    failed: list[tuple[AuditInput, str]] = []
+    for inp in inputs:
+        if inp.kind == "unreadable":
+            failed.append((inp, str(inp.context.get("error", "unreadable"))))
+            continue
+        try:
+            entries.append(audit_input(inp, versions=given))
+        except AuditError as err:
+            if len(inputs) == 1:
+                raise
+            failed.append((inp, str(err)))
+    if not entries and failed:
+        raise AuditError(failed[0][1])
+    return entries + [unreadable_entry(inp, why) for inp, why in failed]
+
+
+def unreadable_entry(inp: AuditInput, why: str) -> AuditEntry:
+    """An ``error`` entry for one launch of a file that could not be read (the file's other
+    launches are read): nothing is known about its KL."""
+    reading = NativeReading(
+        library=inp.library,
+        version=None,
+        trainer="(unreadable launch)",
+        config=KLConfig(placement="none", coef=0.0),
+        off_policy=False,
+    )
+    finding = AuditFinding(
+        LAUNCH_UNREADABLE,
+        "error",
+        f"This launch could not be read: {why}. The file's other launches are reported.",
+        "",
+        "audit",
+    )
+    entry = audit_reading(reading, inp.origin, inp.kind, inp.notes, [finding])
+    # only the refusal: the placeholder reading's "no KL" is not a finding about the launch
+    return dataclasses.replace(entry, findings=(finding,), library_version=None, version_source="")
 
 
 def audit_installed() -> tuple[list[AuditEntry], list[str]]:
-    """The defaults of each installed library's trainers, read through its adapter.
+    """The defaults of each installed library's trainers, read through its adapter as the
+    installed version (its package metadata) runs them.
 
     Libraries that are not installed are skipped with a note. An adapter's
     ``installed_defaults()`` (reads the installed code) is used when it has one: it may return
     readings, or ``{trainer: settings}`` mappings that are given to ``read`` with
-    ``trainer=<name>``; without it the adapter's recorded defaults (empty input) are shown.
+    ``trainer=<name>``; without it the adapter's per-version tables give the defaults of the
+    installed version (empty input).
     """
     entries: list[AuditEntry] = []
     notes: list[str] = []
@@ -246,28 +452,44 @@ def audit_installed() -> tuple[list[AuditEntry], list[str]]:
             notes.append(f"{lib}: not installed in this environment; skipped")
             continue
         origin = f"installed {lib}"
+        version = d.support.installed()
+        source = "installed" if version else "newest"
+        version = version or d.support.tested[-1]
+
+        def read(payload: Any, _d: Any = d, _v: str = version) -> NativeReading:
+            return _d.read(payload, version=_v)  # type: ignore[no-any-return]
+
+        found: list[AuditEntry] = []
         try:
             defaults = d.installed_defaults()
             if defaults is None:
-                reading = d.read([])
-                entries.append(
+                reading = read([])
+                found.append(
                     audit_reading(
                         reading,
                         origin,
                         "installed",
                         [
                             f"the {lib} adapter has no installed_defaults(): these are the "
-                            f"defaults written down in the adapter (version {reading.version})"
+                            f"defaults of {lib} {reading.version} in the adapter's per-version "
+                            "tables"
                         ],
                     )
                 )
-                continue
-            for reading in _readings_from_defaults(d.read, defaults):
-                entries.append(audit_reading(reading, origin, "installed"))
+            else:
+                for reading in _readings_from_defaults(read, defaults):
+                    found.append(audit_reading(reading, origin, "installed"))
         except Exception as err:
             notes.append(
                 f"{lib}: installed, but its defaults could not be read: {type(err).__name__}: {err}"
             )
+            continue
+        where = "package metadata" if source == "installed" else ""
+        entries += [
+            dataclasses.replace(e, library_version=version, version_source=source,
+                                version_where=where)
+            for e in found
+        ]  # fmt: skip
     return entries, notes
 
 

@@ -79,6 +79,22 @@ followed at once, function/source/``bash -c`` call depth, characters of any valu
 brace expansion, iterations of a ``for ((...))`` loop, arithmetic nesting, array elements."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_SCHEDULER = re.compile(
+    r"(SKYPILOT|SLURM|PBS|LSB|OMPI_COMM_WORLD|PMI|PMIX|KUBERNETES|PET|TORCHELASTIC)_\w+|"
+    r"NODE_RANK|GROUP_RANK|LOCAL_RANK|RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT"
+)
+"""Variables a cluster scheduler or launcher sets on each node (SkyPilot, SLURM, PBS, LSF, Open
+MPI, PMI, Kubernetes, torchrun/torchelastic): a test on one of them, when the script does not
+set it, depends on the node the script runs on, so every branch is read (not the clean
+environment's)."""
+
+
+def scheduler_variable(name: str) -> bool:
+    """True when ``name`` is set per node by a cluster scheduler or launcher."""
+    return _SCHEDULER.fullmatch(name) is not None
+
+
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)(.*)$", re.S)
 _ORPHAN = re.compile(r"^(-|\+{0,2}[A-Za-z_][\w.]*\.[\w.]*=)")
 """A command that is really arguments: a flag, or a dotted ``key.sub=value`` override."""
@@ -1733,7 +1749,7 @@ class _Interp:
         word = fields[0] if fields else _Field("", _Taint())
         taint = word.taint
         chosen: int | None = None
-        decidable = not taint.unknown
+        decidable = not taint.unknown and not any(scheduler_variable(n) for n in taint.unset)
         if decidable:
             for idx, (patterns, _) in enumerate(node.items):
                 for pat in patterns:
@@ -1873,6 +1889,16 @@ class _Interp:
                     out.append(z)
                     continue
                 kind = "until" if node.until else "while"
+                if isinstance(first, tuple) and first[0] == "env":
+                    clean = (1 - first[1]) if node.until else first[1]
+                    if clean == 1:  # e.g. while [[ $# -gt 0 ]]: no arguments in a clean run
+                        self.note(
+                            f"line {node.line}: the {kind} loop's test is false in a clean "
+                            "environment (it looks at script arguments or variables the script "
+                            "never sets), so its body does not run, as in bash; --var sets them"
+                        )
+                        out.append(z)
+                        continue
                 self.note(f"line {node.line}: {kind} loop body read once")
                 for y in self.run_list(node.body.items, [z]):
                     y.breaking = y.continuing = 0
@@ -1918,6 +1944,8 @@ class _Interp:
             return "test"
         unset = [n for n in _NAME.findall(expr) if not w.is_set(n)]
         status = 0 if value else 1
+        if any(scheduler_variable(n) for n in unset):
+            return "test"
         return ("env", status) if unset else status
 
     def _cond(self, raw: list[str], w: _World, line: int) -> Any:
@@ -1929,6 +1957,8 @@ class _Interp:
         except _Undecidable:
             return "test"
         status = 0 if result else 1
+        if ev.scheduler:
+            return "test"
         return ("env", status) if ev.env else status
 
     def _test(self, fields: list[_Field], w: _World) -> Any:
@@ -1940,6 +1970,8 @@ class _Interp:
         except _Undecidable:
             return "test"
         status = 0 if result else 1
+        if any(scheduler_variable(n) for f in fields for n in f.taint.unset):
+            return "test"
         env = any(f.taint.unset or f.taint.args for f in fields)
         return ("env", status) if env else status
 
@@ -2683,6 +2715,7 @@ class _CondEval:
         self.double = double
         self.depth = 0
         self.env = False
+        self.scheduler = False
 
     def value(self, raw: str, pattern: bool = False) -> str:
         if not self.double:
@@ -2692,6 +2725,8 @@ class _CondEval:
             raise _Undecidable
         if taint.unset or taint.args:
             self.env = True
+        if any(scheduler_variable(n) for n in taint.unset):
+            self.scheduler = True
         if pattern and not (raw.startswith(("'", '"')) and raw.endswith(("'", '"'))):
             return "\x00glob:" + text
         return text
@@ -3320,6 +3355,20 @@ class _Expander:
             return
         if name in "@*" and not rest:
             self._positional_all(name, quoted)
+            return
+        sliced = re.fullmatch(r":\s*([^:]*?)\s*(?::\s*(.*?)\s*)?", rest) if name in "@*" else None
+        if sliced is not None and sub is None:  # "${@:2}", "${@:1:3}": a slice of the arguments
+            off = interp._arith_value(sliced.group(1), w, 0) if sliced.group(1) else 0
+            count = interp._arith_value(sliced.group(2), w, 0) if sliced.group(2) else None
+            if off is None or (sliced.group(2) and count is None):
+                self._add(literal, _Taint(unknown=[literal]), quoted)
+                return
+            args = [interp.script_path or "", *w.pos]
+            start = off if off >= 0 else max(0, len(args) + off)
+            values = args[start:]
+            if count is not None:
+                values = values[:count] if count >= 0 else values[: max(0, len(values) + count)]
+            self._list(values, quoted, joined=name == "*", taint=_Taint(args=not w.pos_known))
             return
         value, taint, is_set = self._param(name, sub)
         if not rest:

@@ -21,6 +21,7 @@ from kl_patches.audit import report
 from kl_patches.audit.inputs import inputs_from_argv
 from kl_patches.audit.model import AuditEntry
 from kl_patches.audit.run import audit, audit_input, audit_installed
+from kl_patches.audit.versions import parse_given
 from kl_patches.cli import errors
 
 
@@ -46,6 +47,15 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="a shell variable the scripts use but do not set (the environment is not read)",
+    )
+    p.add_argument(
+        "--library-version",
+        action="append",
+        default=[],
+        metavar="[LIB=]VERSION",
+        help="read launches as this library version (trl=0.18.0; a specifier such as "
+        "'trl>=0.18,<=0.24' reads the newest release it allows); default: detected from pins, "
+        "a vendored copy, the installed package, else the newest tested release",
     )
     p.add_argument("--installed", action="store_true", help="audit installed libraries' defaults")
     p.add_argument("--json", action="store_true", help="machine-readable report (schema: docs)")
@@ -113,14 +123,26 @@ def main(argv: list[str]) -> int:
         variables[name] = value
     entries: list[AuditEntry] = []
     notes: list[str] = []
+    try:
+        versions = parse_given(args.library_version)
+    except ValueError as err:
+        errors.say(f"kl-patches audit: {err}")
+        return errors.EXIT_ERROR
     failed: list[dict[str, Any]] = []
     jobs: list[tuple[str, Callable[[], list[AuditEntry]]]] = [
-        (path, functools.partial(audit, path, args.library, variables)) for path in args.paths
+        (path, functools.partial(audit, path, args.library, variables, versions))
+        for path in args.paths
     ]
     if extra:
         argv_extra = extra
         jobs.append(
-            ("argv", lambda: [audit_input(i) for i in inputs_from_argv(argv_extra, args.library)])
+            (
+                "argv",
+                lambda: [
+                    audit_input(i, versions=versions)
+                    for i in inputs_from_argv(argv_extra, args.library)
+                ],
+            )
         )
     for origin, job in jobs:
         try:

@@ -139,6 +139,9 @@ _TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "kl_on": bool,
     "off_policy": bool,
     "off_policy_reason": str,  # added by issue 12 (the schema only gains fields)
+    "library_version": (str, type(None)),  # added by issue 13 (None: an unreadable launch)
+    "version_source": str,
+    "version_where": str,
     "config": dict,
     "description": str,
     "verdict": dict,
@@ -458,7 +461,9 @@ def test_a_script_without_a_launch_exits_2(
 
 def test_flat_openrlhf_names_count_as_read(tmp_path: Path) -> None:
     """Pre-0.10.2 flag names alias the dotted settings; removing or probing them changes the
-    reading, so they are not reported as ignored (the group test finds them)."""
+    reading, so they are not reported as ignored (the group test finds them). The file is
+    pinned to a release that has them (0.10.2 and later refuse them: test_versions.py)."""
+    (tmp_path / "requirements.txt").write_text("openrlhf==0.9.1\n")
     path = tmp_path / "run.sh"
     path.write_text(
         "python3 -m openrlhf.cli.train_ppo_ray --pretrain m --init_kl_coef 0.02 "

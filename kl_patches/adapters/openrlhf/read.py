@@ -7,17 +7,24 @@ the findings that are specific to OpenRLHF 0.11.2. The audit adds the theory's v
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from kl_patches.adapters.base import Finding, NativeReading
+from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
 from .entries import LEGACY_FLAGS, facts
+from .history import RELEASES
+from .semantics import OpenRLHFSemantics, semantics
 from .translate import (
+    FLAGS,
+    Flag,
     config_from_settings,
     is_off_policy,
-    parse_settings,
     to_args,
     updates_per_rollout,
 )
@@ -25,8 +32,6 @@ from .versions import (
     GROUP_ESTIMATORS,
     IS_WEIGHT_CLIP,
     NATIVE_KL_CLAMP,
-    TESTED_VERSION,
-    WHITENED_ESTIMATORS,
     installed_version,
 )
 
@@ -45,15 +50,21 @@ def _flags(args: list[str]) -> str:
     return " ".join(args)
 
 
-def findings_for(settings: dict[str, object], given: frozenset[str]) -> tuple[Finding, ...]:
-    """OpenRLHF-specific findings for parsed ``train_ppo_ray`` settings."""
+def findings_for(
+    settings: dict[str, object],
+    given: frozenset[str],
+    sem: OpenRLHFSemantics | None = None,
+) -> tuple[Finding, ...]:
+    """OpenRLHF-specific findings for parsed ``train_ppo_ray`` settings (``sem``: the release's
+    semantics, default the newest tested release)."""
+    sem = sem or semantics()
     out: list[Finding] = []
     coef = float(settings["algo.kl.init_coef"])  # type: ignore[arg-type]
     use_loss = bool(settings["algo.kl.use_loss"])
     estimator = str(settings["algo.kl.estimator"])
     adv = str(settings["algo.advantage.estimator"])
     off_policy = is_off_policy(settings)
-    recommended = _flags(to_args(KLConfig(coef=coef if coef > 0 else 0.01)))
+    recommended = _flags(_fix_args(KLConfig(coef=coef if coef > 0 else 0.01), sem))
 
     if coef <= 0:
         asked = given & {"algo.kl.use_loss", "algo.kl.estimator", "algo.kl.unbiased_gradient"}
@@ -70,17 +81,18 @@ def findings_for(settings: dict[str, object], given: frozenset[str]) -> tuple[Fi
         )
         return tuple(out)
 
-    out.append(
-        Finding(
-            "openrlhf.kl_clamp",
-            "info",
-            f"OpenRLHF clamps every per-token estimator value to [-{NATIVE_KL_CLAMP:g}, "
-            f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient.",
-            "python -m kl_patches.openrlhf ... --kl.kl_clamp none (the core's unclamped maths)",
+    if sem.value_clamp is not None:
+        out.append(
+            Finding(
+                "openrlhf.kl_clamp",
+                "info",
+                f"OpenRLHF clamps every per-token estimator value to [-{NATIVE_KL_CLAMP:g}, "
+                f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient.",
+                "python -m kl_patches.openrlhf ... --kl.kl_clamp none (the core's unclamped maths)",
+            )
         )
-    )
     if not use_loss:
-        if adv in GROUP_ESTIMATORS:
+        if adv in GROUP_ESTIMATORS and sem.kl_after_baseline:
             scaled = (
                 " divided by the group std while the KL is not, so beta is relative to a "
                 "unit-std task reward and does not transfer from libraries that normalise "
@@ -99,7 +111,7 @@ def findings_for(settings: dict[str, object], given: frozenset[str]) -> tuple[Fi
                     "sequence (KL inside the group baseline, as in the paper's RLOO runs)",
                 )
             )
-        if adv in WHITENED_ESTIMATORS:
+        if adv in sem.whitened:
             out.append(
                 Finding(
                     "openrlhf.kl_whitened",
@@ -122,7 +134,7 @@ def findings_for(settings: dict[str, object], given: frozenset[str]) -> tuple[Fi
                 )
             )
     else:
-        if settings["actor.loss_agg_mode"] != "token-mean":
+        if settings["actor.loss_agg_mode"] != "token-mean" and sem.loss_aggregation == "token_mean":
             out.append(
                 Finding(
                     "openrlhf.kl_loss_token_mean",
@@ -189,6 +201,117 @@ def modernise(argv: Sequence[str]) -> tuple[list[str], list[Finding]]:
     return out, findings
 
 
+def _canonical(name: str, known: frozenset[str] | None) -> tuple[str | None, str]:
+    """(the option argparse takes ``--name`` for, or None; the refusal when None). Unique
+    prefixes are accepted (argparse's ``allow_abbrev``); ``known`` None: nothing is checked."""
+    if known is None or name in known:
+        return name, ""
+    matches = sorted(o for o in known if o.startswith(name))
+    if len(matches) == 1:
+        return matches[0], ""
+    if matches:
+        return None, f"ambiguous option: --{name} could match " + ", ".join(
+            "--" + m for m in matches[:4]
+        )
+    return None, f"unrecognized arguments: --{name}"
+
+
+def _convert(flag: Flag, name: str, values: list[str], choices: tuple[str, ...]) -> object:
+    try:
+        if flag.kind == "float":
+            return float(values[0])
+        if flag.kind == "optional_float":
+            return None if values[0].lower() == "none" else float(values[0])
+        if flag.kind == "int":
+            return int(values[0])
+        if flag.kind == "pair":
+            return (float(values[0]), float(values[1]))
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"--{name}: cannot read value(s) {values!r} as {flag.kind}") from exc
+    value = values[0]
+    if choices and value not in choices:
+        raise ValueError(
+            f"argument --{name}: invalid choice: {value!r} (choose from {', '.join(choices)})"
+        )
+    return value
+
+
+def parse_at(
+    argv: Sequence[str], sem: OpenRLHFSemantics, module: str = "train_ppo_ray"
+) -> tuple[dict[str, object], frozenset[str], list[tuple[str, str]], list[Finding]]:
+    """Read a command line as OpenRLHF ``sem.release``'s argparse does.
+
+    Returns the settings of every flag of :data:`~.translate.FLAGS` (dotted names, the
+    release's defaults filled in), those given, the options the release refuses
+    ``(option, argparse's reason)`` (left out of the settings), and informational findings
+    (the old k3 switch)."""
+    known = sem.modules.get(module) if sem.modules else None
+    by_name: dict[str, Flag] = {}
+    for flag in FLAGS:
+        spelled = sem.spelling.get(flag.dotted)
+        if spelled is not None:
+            by_name[spelled] = flag
+    settings: dict[str, object] = {f.dotted: sem.defaults.get(f.dotted, f.default) for f in FLAGS}
+    given: set[str] = set()
+    refused: list[tuple[str, str]] = []
+    info: list[Finding] = []
+    for name, inline, following in long_options(argv):
+        canonical, why = _canonical(name, known)
+        if canonical is None:
+            refused.append(("--" + name, why))
+            continue
+        if canonical == "use_kl_estimator_k3" and sem.estimator_switch:
+            if inline is not None:
+                raise ValueError(
+                    f"--{name} is a switch and takes no value (got '--{name}={inline}')"
+                )
+            settings["algo.kl.estimator"] = "k3"
+            given.add("algo.kl.estimator")
+            info.append(
+                Finding(
+                    "openrlhf.legacy_flag",
+                    "info",
+                    f"--use_kl_estimator_k3 selects k3 in OpenRLHF {sem.release} (the switch of "
+                    "0.5.0-0.6.0, openrlhf/cli/train_ppo_ray.py:283 in 0.5.0); 0.6.0.post1 "
+                    "replaced it with --kl_estimator, and later releases refuse it.",
+                )
+            )
+            continue
+        found = by_name.get(canonical)
+        if found is None or (found.dotted == "algo.kl.estimator" and sem.estimator_switch):
+            continue
+        flag = found
+        if flag.kind == "bool":
+            if inline is not None:
+                raise ValueError(
+                    f"--{name} is a switch and takes no value (got '--{name}={inline}')"
+                )
+            settings[flag.dotted] = True
+            given.add(flag.dotted)
+            continue
+        need = 2 if flag.kind == "pair" else 1
+        values = (([] if inline is None else [inline]) + following)[:need]
+        if len(values) != need:
+            raise ValueError(f"--{name} expects {need} value(s)")
+        choices = sem.choices.get(flag.dotted, ())
+        # a value outside the choices stops the reading (the audit's exit 2, as before)
+        settings[flag.dotted] = _convert(flag, name, values, choices)
+        given.add(flag.dotted)
+    return settings, frozenset(given), refused, info
+
+
+def _fix_args(config: KLConfig, sem: OpenRLHFSemantics) -> list[str]:
+    """The native flags of ``config`` as release ``sem.release`` spells them."""
+    if sem.estimator_switch:
+        out = ["--init_kl_coef", repr(config.coef)]
+        return out + (["--use_kl_estimator_k3"] if config.estimator == "k3" else [])
+    version = sem.release if not sem.older_than_recorded else RELEASES[0]
+    try:
+        return to_args(config, version=version)
+    except ValueError:
+        return to_args(config)
+
+
 def off_policy_reasons(settings: dict[str, object]) -> list[str]:
     """Why an OpenRLHF run's updates are off-policy, with the flags behind each reason."""
     out: list[str] = []
@@ -211,25 +334,112 @@ def read(
     entry: str | None = None,
     version: str | None = None,
     assumed: str = "",
+    version_snapshot: bool = False,
     **_: Any,
 ) -> NativeReading:
     """The audit's view of an OpenRLHF ``train_ppo_ray`` command line.
 
     ``entry`` is the entry point (``openrlhf.cli.train_ppo`` reads the same flags; an
-    unrecorded one gives a finding naming ``assumed``); ``version`` is reserved for
-    version-aware reading (the tested release is read).
+    unrecorded one gives a finding naming ``assumed``); ``version`` the OpenRLHF version to
+    read it as (default: the newest tested release), through :func:`.semantics.semantics`: an
+    option that release does not define is refused (an error finding; the reading leaves it
+    out), and its defaults, estimator switch, clamp, loss aggregation and whitening apply.
+    ``version_snapshot`` says the copy may hold later code (a fork's version label): when the
+    launch uses options only the next release has, that release is read, with a finding.
     """
-    argv, legacy = modernise(argv)
-    settings, given = parse_settings(argv)
+    sem = semantics(version)
+    module = "train_ppo" if entry == "openrlhf.cli.train_ppo" else "train_ppo_ray"
+    extra: list[Finding] = []
+    settings, given, refused, info = parse_at(argv, sem, module)
+    snapshot = version_snapshot or _snapshot(version)
+    later = [r for r in RELEASES if Version(r) > Version(sem.release)]
+    if refused and snapshot and later and not sem.older_than_recorded:
+        nxt = semantics(later[0])
+        again = parse_at(argv, nxt, module)
+        if {o for o, _ in again[2]} < {o for o, _ in refused}:
+            gained = sorted({o for o, _ in refused} - {o for o, _ in again[2]})
+            extra.append(
+                Finding(
+                    "openrlhf.version_newer_code",
+                    "warning",
+                    f"The launch uses {', '.join(gained[:4])}, which OpenRLHF {sem.release} does "
+                    f"not define and {nxt.release} does: the copy that runs is newer code than "
+                    f"{sem.version} (a fork or a branch snapshot), so it is read with the "
+                    f"semantics of {nxt.release}.",
+                )
+            )
+            sem = dataclasses.replace(nxt, version=sem.version)
+            settings, given, refused, info = again
+    extra += info
+    if not sem.exact and not any(f.code == "openrlhf.version_newer_code" for f in extra):
+        extra.append(
+            Finding(
+                "openrlhf.version_not_recorded",
+                "info",
+                f"OpenRLHF {sem.version} is not a release kl-patches has recorded; it is read "
+                f"with the semantics of {sem.release}"
+                + (
+                    " (the oldest recorded release; its options are not checked)."
+                    if sem.older_than_recorded
+                    else " (the newest recorded release not after it)."
+                ),
+            )
+        )
+    if sem.modules and sem.modules.get(module) is None:
+        extra.append(
+            Finding(
+                "openrlhf.entry_not_in_version",
+                "error",
+                f"openrlhf.cli.{module} is not in OpenRLHF {sem.release} (train_ppo.py was "
+                "removed in 0.6.2): the launch fails to start.",
+                "openrlhf.cli.train_ppo_ray",
+            )
+        )
+    if refused:
+        shown = "; ".join(f"{o} ({why})" for o, why in refused[:4])
+        more = f" and {len(refused) - 4} more" if len(refused) > 4 else ""
+        extra.append(
+            Finding(
+                "openrlhf.flag_rejected",
+                "error",
+                f"OpenRLHF {sem.version}'s {module} refuses this launch (argparse): "
+                f"{shown}{more}. The reading leaves them out (what runs once they are "
+                "deleted)."
+                + (
+                    " Pre-0.10.2 flat names such as --init_kl_coef became --algo.kl.init_coef "
+                    "etc. in 0.10.2; pass --library-version openrlhf=<your release> to read "
+                    "the file as the release it was written for."
+                    if Version(sem.release) >= Version("0.10.2")
+                    and any("_" in o and "." not in o for o, _ in refused)
+                    else ""
+                ),
+                "delete them, or run the release this launch was written for",
+            )
+        )
     config = config_from_settings(settings)
-    coef = config.coef if config.coef > 0 else 0.01
-    fix_config = KLConfig(coef=coef, reward_shape="reward_to_go", kl_clamp=NATIVE_KL_CLAMP)
-    fix = tuple(to_args(fix_config))
+    coef = float(settings["algo.kl.init_coef"])  # type: ignore[arg-type]
+    if config.placement != "none":
+        config = config.replace(kl_clamp=sem.value_clamp)
+        if config.placement == "loss":
+            config = config.replace(loss_aggregation=sem.loss_aggregation)
+    elif coef < 0 and sem.ref_model == "coef != 0":
+        extra.append(
+            Finding(
+                "openrlhf.negative_kl_coef",
+                "error",
+                f"init_kl_coef={coef:g}: OpenRLHF {sem.release} builds the reference model for "
+                "any non-zero coefficient, so a negative one rewards moving away from it "
+                "(the KL is maximised).",
+                "a positive coefficient",
+            )
+        )
+    fix_coef = config.coef if config.coef > 0 else 0.01
+    fix_config = KLConfig(coef=fix_coef, reward_shape="reward_to_go", kl_clamp=sem.value_clamp)
+    fix = tuple(_fix_args(fix_config, sem))
     if settings["algo.kl.use_loss"]:
-        fix += ("(remove --algo.kl.use_loss)",)
+        fix += (f"(remove --{sem.spelling['algo.kl.use_loss']})",)
     if settings["algo.kl.unbiased_gradient"]:
         fix += ("(remove --algo.kl.unbiased_gradient)",)
-    extra: list[Finding] = list(legacy)
     name = TRAINER
     if entry and entry not in ("openrlhf.cli.train_ppo_ray", TRAINER):
         name = entry.rsplit(".", 1)[-1] if facts(entry) is not None else entry
@@ -246,12 +456,23 @@ def read(
     reasons = off_policy_reasons(settings)
     return NativeReading(
         library="openrlhf",
-        version=installed_version() or TESTED_VERSION,
+        version=sem.version if version is not None else installed_version() or sem.version,
         trainer=f"{name} ({settings['algo.advantage.estimator']})",
         config=config,
         off_policy=is_off_policy(settings),
         settings=dict(settings),
-        findings=findings_for(settings, given) + tuple(extra),
+        findings=findings_for(settings, given, sem) + tuple(extra),
         fix=fix,
         off_policy_reason="; ".join(reasons),
     )
+
+
+def _snapshot(version: str | None) -> bool:
+    """True for a label that is not a final release (dev, pre-release, local label)."""
+    if version is None:
+        return False
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return v.is_devrelease or v.is_prerelease or v.local is not None

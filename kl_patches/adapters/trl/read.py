@@ -14,13 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
 from kl_patches.adapters.files import load_mapping, yaml_module
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
-from .translate import kind_of, native_config, patched_config, settings_of
+from .semantics import TrlSemantics, semantics
+from .translate import KL_KEYS, MONITOR_FIELD, kind_of, patched_config
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
@@ -68,10 +71,25 @@ def off_policy_reasons(s: dict[str, object], source: Any) -> list[str]:
             f"steps_per_generation={spg} > gradient_accumulation_steps={ga}{assumed}: one "
             f"generation batch feeds {_int(spg, ga) // max(1, ga)} optimiser steps"
         )
+    if "num_ppo_epochs" in s:
+        epochs = _int(s["num_ppo_epochs"], 4)
+        minis = _int(s.get("num_mini_batches", 1), 1)
+        if epochs * minis > 1:
+            out.append(
+                f"num_ppo_epochs={epochs} x num_mini_batches={minis}: the PPO-style RLOOTrainer "
+                f"of TRL < 0.22 takes {epochs * minis} updates per batch"
+            )
     return out
 
 
-def _findings(kind: str, s: dict[str, object], config: KLConfig, patched: bool) -> list[Finding]:
+def _findings(
+    kind: str,
+    s: dict[str, object],
+    config: KLConfig,
+    patched: bool,
+    sem: TrlSemantics | None = None,
+) -> list[Finding]:
+    sem = sem or semantics()
     out: list[Finding] = []
     beta = float(s["beta"])  # type: ignore[arg-type]
     if not patched and beta == 0.0:
@@ -106,13 +124,22 @@ def _findings(kind: str, s: dict[str, object], config: KLConfig, patched: bool) 
                 )
             )
         if config.loss_aggregation != "sum":
+            what = (
+                f"loss_type={s['loss_type']!r}"
+                if s["loss_type"] is not None
+                else f"TRL {sem.release} (no loss_type option yet)"
+            )
             out.append(
                 Finding(
                     "trl.token_mean_loss",
                     "info",
-                    f"loss_type={s['loss_type']!r} averages the k3 term over tokens: the "
+                    f"{what} averages the k3 term over tokens: the "
                     "regulariser is a length-normalised KL, not the sequence KL.",
-                    "loss_type=luspo or dr_grpo (per-sequence sums), or kl-patches",
+                    "loss_type=luspo or dr_grpo (per-sequence sums), or kl-patches"
+                    if "luspo" in sem.grpo_aggregation
+                    else "loss_type=dr_grpo (a per-sequence sum), or kl-patches"
+                    if "dr_grpo" in sem.grpo_aggregation
+                    else "kl-patches (TRL of this release has no per-sequence sum)",
                 )
             )
     if config.has_reward and kind == "GRPO" and s["scale_rewards"] != "none":
@@ -207,34 +234,180 @@ def read(
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
 
-    A dict with ``trainer: ppo`` is read as PPOTrainer (TRL 1.12.0's, its last release). The
-    keyword arguments come from the audit's Python reader: ``patchers`` (modules such as
-    ``unsloth`` that replace the trainer's loss), ``subclass`` and ``overrides`` (a subclass
-    of the trainer and the methods it overrides), ``unresolved`` (settings the script computes
-    at run time), ``entry``/``assumed`` (an unrecorded script read as a TRL trainer, and why);
-    ``version`` is reserved for version-aware reading (the tested release is read).
+    A dict with ``trainer: ppo`` is read as PPOTrainer. The keyword arguments come from the
+    audit's Python reader: ``patchers`` (modules such as ``unsloth`` that replace the trainer's
+    loss), ``subclass`` and ``overrides`` (a subclass of the trainer and the methods it
+    overrides), ``unresolved`` (settings the script computes at run time), ``entry``/``assumed``
+    (an unrecorded script read as a TRL trainer, and why). ``version`` is the TRL version to
+    read it as (default: the newest tested release), through :func:`.semantics.semantics`: its
+    defaults (``beta`` 0.04 before 0.19.0), its ``loss_type`` aggregations, its fused Liger
+    loss, RLOO's PPO-style trainer before 0.22.0; a key of a dict that TRL's dataclasses had
+    in other releases but not in this one is refused (an error finding; the reading leaves it
+    out).
     """
+    sem = semantics(version)
+    extra_findings: list[Finding] = []
+    if isinstance(source, dict) and STRAY in source:
+        stray = [str(w) for w in source[STRAY]]
+        source = {k: v for k, v in source.items() if k != STRAY}
+        extra_findings.append(
+            Finding(
+                "trl.argument_rejected",
+                "error",
+                f"TRL's parser refuses this command line: {stray[:4]!r} "
+                f"{'is' if len(stray) == 1 else 'are'} taken by no flag (HfArgumentParser: "
+                "'Some specified arguments are not used'; a line continuation followed by a "
+                "space passes ' ' as an argument). The reading leaves them out.",
+                "remove the stray words (check for spaces after the backslashes)",
+            )
+        )
+    if isinstance(source, dict):
+        ppo = str(source.get("trainer", "")).lower() == "ppo"
+        # PPOTrainer on a release without it is read as its last release: fields too
+        fields_at = semantics(PPO_LAST_RELEASE) if ppo and not sem.ppo else sem
+        source, refused = _refuse(source, fields_at)
+        extra_findings += refused
     if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
-        return _read_ppo(source, patchers, subclass, overrides, unresolved, entry or "", assumed)
+        return _read_ppo(
+            source, patchers, subclass, overrides, unresolved, entry or "", assumed, sem,
+            extra_findings, version is not None,
+        )  # fmt: skip
     kind = kind_of(source)
-    s = settings_of(source, kind)
+    s = settings_at(source, kind, sem)
     patched_kl = patched_config(source)
     patched = patched_kl is not None
-    config = patched_kl if patched_kl is not None else native_config(kind, s)
+    fused = _fused_on(source, sem) if kind == "GRPO" else ""
+    config = patched_kl if patched_kl is not None else native_at(kind, s, sem, fused)
     reasons = off_policy_reasons(s, source)
     extra = _context_findings(kind, patchers, subclass, overrides, unresolved, entry or "", assumed)
+    if fused and not patched and config.placement != "none":
+        extra.append(
+            Finding(
+                "trl.fused_loss",
+                "info",
+                f"{fused}=True runs GRPO's fused Liger loss (TRL {sem.release}): its own k3, "
+                f"outside _compute_loss ({sem.fused_kl}; {sem.sources['fused']}); a kl-patches "
+                "patch of _compute_loss never runs under it.",
+                f"{fused}=False",
+            )
+        )
+    if not sem.exact:
+        extra.append(
+            Finding(
+                "trl.version_not_recorded",
+                "info",
+                f"TRL {sem.version} is not a release kl-patches has recorded; it is read with "
+                f"the semantics of {sem.release}.",
+            )
+        )
     return NativeReading(
         library="trl",
-        version=SUPPORT.installed() or SUPPORT.tested[-1],
+        version=sem.version if version is not None else SUPPORT.installed() or sem.version,
         trainer=(subclass or f"{kind}Trainer")
         + (f" ({kind}Trainer)" if subclass else "")
         + (" (kl-patches)" if patched else ""),
         config=config,
         off_policy=bool(reasons) or _off_policy(s),
         settings=s,
-        findings=tuple(_findings(kind, s, config, patched)) + tuple(extra),
+        findings=tuple(extra_findings)
+        + tuple(_findings(kind, s, config, patched, sem))
+        + tuple(extra),
         fix=_fix(kind, s, config),
         off_policy_reason="; ".join(reasons),
+    )
+
+
+def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], list[Finding]]:
+    """``source`` without the keys the release refuses, and the error finding naming them."""
+    keys = [
+        k for k in source if isinstance(k, str) and k != "trainer" and k not in KL_KEYS
+        and k != MONITOR_FIELD
+    ]  # fmt: skip
+    refused = sem.refused(keys)
+    if not refused:
+        return source, []
+    parts = []
+    for key in refused[:6]:
+        last, first = sem.last_release_with(key), sem.first_release_with(key)
+        when = (
+            f"TRL {first} and later"
+            if first is not None and Version(first) > Version(sem.release)
+            else f"TRL up to {last}"
+        )
+        parts.append(f"{key} ({when})")
+    more = f" and {len(refused) - 6} more" if len(refused) > 6 else ""
+    finding = Finding(
+        "trl.field_rejected",
+        "error",
+        f"TRL {sem.version} refuses this config: {', '.join(parts)}{more} "
+        f"{'is' if len(refused) == 1 else 'are'} not a field of any of its dataclasses "
+        "(TrlParser: 'Unknown arguments', GRPOConfig(...): TypeError). The reading leaves "
+        "them out (what runs once they are deleted).",
+        "delete them, or run the TRL release the config was written for",
+    )
+    return {k: v for k, v in source.items() if k not in refused}, [finding]
+
+
+def _fused_on(source: Any, sem: TrlSemantics) -> str:
+    """The fused-loss flag a GRPO config switches on in this release ("" when none)."""
+    args = getattr(source, "args", source)
+    for flag in sem.fused_flags:
+        value = args.get(flag) if isinstance(args, dict) else getattr(args, flag, None)
+        if value is True or str(value).lower() == "true":
+            return flag
+    return ""
+
+
+def settings_at(source: Any, kind: str, sem: TrlSemantics) -> dict[str, object]:
+    """The KL-relevant settings of ``source`` with the release's defaults filled in (the
+    newest tested release's are :data:`~.versions.GRPO_DEFAULTS` / ``RLOO_DEFAULTS``)."""
+    defaults = sem.grpo_defaults if kind == "GRPO" else sem.rloo_defaults
+    args = getattr(source, "args", source)  # a trainer carries its config in .args
+
+    def get(key: str, default: object) -> object:
+        if isinstance(args, dict):
+            return args.get(key, default)
+        return getattr(args, key, default)
+
+    out: dict[str, object] = {key: get(key, default) for key, default in defaults.items()}
+    if kind == "RLOO":
+        for key in reversed(sem.rloo_coef_keys):  # the canonical key wins over the alias
+            out["beta"] = get(key, out["beta"])
+    if kind == "GRPO" and isinstance(out["scale_rewards"], bool):
+        out["scale_rewards"] = "group" if out["scale_rewards"] else "none"
+    return out
+
+
+def native_at(kind: str, s: dict[str, object], sem: TrlSemantics, fused: str = "") -> KLConfig:
+    """The KLConfig TRL ``sem.release``'s own code runs for the settings ``s`` of a ``kind``
+    trainer (``fused``: the fused-loss flag that is on, if any)."""
+    beta = float(s["beta"])  # type: ignore[arg-type]
+    if beta == 0.0:
+        return KLConfig(placement="none", coef=0.0)
+    if kind == "RLOO":
+        return KLConfig(estimator="k1", placement="reward", coef=beta)
+    loss_type = s["loss_type"]
+    if sem.loss_type_default is None or loss_type is None:
+        aggregation = sem.grpo_aggregation[""]
+    else:
+        if str(loss_type) not in sem.grpo_aggregation:
+            valid = sorted(k for k in sem.grpo_aggregation if k)
+            raise ValueError(
+                f"loss_type={loss_type!r} is not valid for TRL {sem.release}; choose one of {valid}"
+            )
+        aggregation = sem.grpo_aggregation[str(loss_type)]
+    coef = beta
+    if loss_type == "dr_grpo":  # sum / (B * max_completion_length): a sum with beta / L
+        coef = beta / float(s["max_completion_length"])  # type: ignore[arg-type]
+    weighted = bool(s["use_bias_correction_kl"]) and sem.bias_correction
+    if fused and sem.fused_kl is not None and "times pi/pi_old" not in sem.fused_kl:
+        weighted = False
+    return KLConfig(
+        estimator="k3",
+        placement="loss",
+        coef=coef,
+        loss_aggregation=aggregation,
+        importance_weighting="token" if weighted else "none",
     )
 
 
@@ -246,21 +419,29 @@ def _read_ppo(
     unresolved: tuple[str, ...],
     entry: str,
     assumed: str,
+    sem: TrlSemantics | None = None,
+    before: list[Finding] | None = None,
+    asked: bool = False,
 ) -> NativeReading:
-    """PPOTrainer as TRL 1.12.0 ran it: per-token k1 (or k3) in the reward, then GAE."""
+    """PPOTrainer as its release ran it (1.12.0's, its last, when the release has none): per-
+    token k1 (or k3 from 0.17.0) in the reward, then GAE."""
+    sem = sem or semantics()
     s: dict[str, object] = {k: source.get(k, v) for k, v in PPO_DEFAULTS.items()}
     estimator = str(s["kl_estimator"])
     if estimator not in ("k1", "k3"):
         raise ValueError(f"kl_estimator={estimator!r} is not valid; choose one of ['k1', 'k3']")
     coef = float(s["kl_coef"])  # type: ignore[arg-type]
-    findings: list[Finding] = [
-        Finding(
-            "trl.ppo_not_in_release",
-            "warning",
-            f"PPOTrainer is not in TRL {SUPPORT.tested[-1]} (trl.experimental.ppo was last "
-            f"shipped in {PPO_LAST_RELEASE}): read with the semantics of {PPO_LAST_RELEASE}.",
+    findings: list[Finding] = list(before or [])
+    if not sem.ppo:
+        findings.append(
+            Finding(
+                "trl.ppo_not_in_release",
+                "warning",
+                f"PPOTrainer is not in TRL {sem.version} (trl.experimental.ppo was last "
+                f"shipped in {PPO_LAST_RELEASE}): read with the semantics of "
+                f"{PPO_LAST_RELEASE}.",
+            )
         )
-    ]
     if coef > 0:
         config = KLConfig(
             estimator=estimator, placement="reward", coef=coef, reward_shape="reward_to_go"
@@ -299,7 +480,7 @@ def _read_ppo(
     findings += _context_findings("PPO", patchers, subclass, overrides, unresolved, entry, assumed)
     return NativeReading(
         library="trl",
-        version=PPO_LAST_RELEASE,
+        version=sem.version if sem.ppo and asked else PPO_LAST_RELEASE,
         trainer=(subclass + " (PPOTrainer)") if subclass else "PPOTrainer",
         config=config,
         off_policy=bool(reasons),
@@ -330,8 +511,21 @@ def installed_defaults() -> dict[str, dict[str, object]]:
 
 
 def claims(mapping: dict[str, Any]) -> bool:
-    """A flat mapping (no nested sections) is a TRL ``TrlParser`` config."""
-    return bool(mapping) and all(not isinstance(v, dict) for v in mapping.values())
+    """A flat mapping is a TRL ``TrlParser`` config; so is one whose only nested values are
+    fields TRL's dataclasses or transformers' TrainingArguments take as a dict
+    (``gradient_checkpointing_kwargs``, ``model_init_kwargs``, any ``*_kwargs``), as long as one
+    of its keys is such a field."""
+    if not mapping:
+        return False
+    from .fieldsets import TRAINING_ARGUMENTS, known_fields
+
+    fields = known_fields() | TRAINING_ARGUMENTS
+    nested = [k for k, v in mapping.items() if isinstance(v, dict)]
+    if not nested:
+        return True
+    if any(not (isinstance(k, str) and (k in fields or k.endswith("_kwargs"))) for k in nested):
+        return False
+    return any(isinstance(k, str) and k in fields and k not in nested for k in mapping)
 
 
 KNOWN_KEYS = frozenset({*GRPO_DEFAULTS, *RLOO_DEFAULTS, *PPO_DEFAULTS})
@@ -355,17 +549,27 @@ def _resolve(name: str, base_dir: Path | None) -> Path:
     return path
 
 
+STRAY = "__unused_arguments__"
+"""Key of :func:`argv_dict`'s mapping for the words no flag takes (HfArgumentParser refuses
+them: "Some specified arguments are not used by the HfArgumentParser")."""
+
+
 def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> dict[str, Any]:
-    """``--config FILE --key value ...`` (TrlParser style) as one mapping; flags win."""
+    """``--config FILE --key value ...`` (TrlParser style) as one mapping; flags win. Words no
+    flag takes (a second value, a stray word) are kept under :data:`STRAY`."""
     out: dict[str, Any] = {}
     flags: dict[str, Any] = {}
+    stray: list[str] = []
     for name, inline, following in long_options(argv):
         value = inline if inline is not None else (following[0] if following else "true")
+        stray += following[1:] if inline is None else following
         if name == "config":
             out.update(load_mapping(_resolve(value, base_dir), what="TRL config"))
             continue
         flags[name] = _scalar(value)
     out.update(flags)
+    if stray:
+        out[STRAY] = stray
     if trainer is not None:
         out["trainer"] = trainer
     return out

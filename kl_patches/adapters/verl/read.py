@@ -12,9 +12,12 @@ launches.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
 from kl_patches.config import KLConfig
@@ -22,6 +25,9 @@ from kl_patches.theory import verdict
 
 from .delivery import PatchSpec
 from .entries import NOT_REFERENCE_KL, facts
+from .history import RELEASES
+from .keysets import CONFIGS
+from .semantics import VerlSemantics, semantics, vendored_sign_bug
 from .translate import (
     from_config,
     loss_side,
@@ -37,7 +43,6 @@ from .versions import (
     GRPO_LIKE,
     MARKER,
     NATIVE_CLAMPS,
-    TESTED_VERSIONS,
     VERL_ESTIMATORS,
     installed_version,
 )
@@ -56,6 +61,10 @@ COVERS = {
 
 SECTIONS = ("actor_rollout_ref", "algorithm")
 """Top-level mapping keys that mark a YAML file as a verl (Hydra) config."""
+
+HYDRA_SECTIONS = ("trainer", "data", "critic", "reward_model", "actor_rollout_ref", "algorithm")
+"""verl's top-level config sections: one of them beside a Hydra ``defaults`` list marks a verl
+config too (a project config that starts from its own base file, e.g. RAGEN's)."""
 
 HYDRA_VALUE_OPTIONS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
 """Hydra's own command-line options that take a value."""
@@ -149,6 +158,12 @@ def read(
     base: dict[str, Any] | None = None,
     version: str | None = None,
     assumed: str = "",
+    config_name: str | None = None,
+    config_keys: tuple[str, ...] = (),
+    config_check: bool | None = None,
+    version_snapshot: bool = False,
+    version_file: str = "",
+    **_: Any,
 ) -> NativeReading:
     """What a verl config does with the KL: KLConfig, off-policy flag, findings, native fix.
 
@@ -156,25 +171,49 @@ def read(
     OmegaConf/dict config, a YAML path or text, or a list of Hydra overrides. ``entry`` is the
     entry point that runs it (default ``verl.trainer.main_ppo``; see :mod:`.entries`), ``base``
     the flat settings of a config file the launch composes (``--config-name``), under the
-    overrides. ``version`` is reserved for version-aware reading (the tested release is read).
-    ``assumed`` says why an unrecorded entry is read as ``main_ppo`` (a finding).
+    overrides. ``version`` is the verl version to read it as (default: the newest tested
+    release), through :func:`.semantics.semantics`: its defaults, its keys (an override of a
+    key the release's config lacks is refused by Hydra: an error finding, and the reading
+    leaves it out), the reward gate of 0.1-0.3.x, the estimator names, k3's clamps and the loss
+    aggregation of that release. ``config_name``/``config_keys``/``config_check`` say which
+    composed config the overrides are checked against (the audit passes them; ``config_keys``
+    are a project config's own keys); ``version_snapshot`` says the copy may hold code newer
+    than ``version`` (a vendored copy or a dev label: when the launch uses keys of the next
+    release only, that release is read, with a finding); ``version_file`` is a vendored copy's
+    version file (its code is checked for the KL-loss sign bug). ``assumed`` says why an
+    unrecorded entry is read as ``main_ppo`` (a finding).
     """
     trainer_facts = facts(entry) if entry else None
     defaults = dict(trainer_facts.defaults) if trainer_facts else {}
-    s = settings_of(_merged_flat(source, base, defaults))
-    extra = _extra(source, base)
+    sem = semantics(version)
     findings: list[Finding] = []
+    checked = _checked_config(entry, trainer_facts, config_name, config_check)
+    if isinstance(source, (list, tuple)) and checked is not None:
+        source, sem, key_findings = _check_keys(
+            list(source), sem, checked, config_keys, version_snapshot or _snapshot(version)
+        )
+        findings += key_findings
+    promoted = any(f.code == "verl.version_newer_code" for f in findings)
+    findings += _version_findings(sem, entry, version_file, promoted)
+    s = _settings(_merged_flat(source, base, defaults), sem)
+    extra = _extra(source, base)
+    effective = _effective(s, sem)
     loss_config: KLConfig | None = None
-    try:
-        config = from_config(s_nested(s))
-        loss_config = _loss_only(s)
-    except ValueError as exc:
+    names = _name_findings(effective, sem)
+    if names:
         config = KLConfig(placement="none", coef=0.0)
-        findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
+        findings += names
+    else:
+        try:
+            config = _clamped(from_config(s_nested(effective)), sem)
+            loss_config = _loss_only(effective, sem)
+        except ValueError as exc:
+            config = KLConfig(placement="none", coef=0.0)
+            findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
     off_policy = bool(reasons)
-    findings += _findings(s, config, off_policy)
-    findings += _entry_findings(entry, trainer_facts, s, assumed)
+    findings += _findings(effective, config, off_policy, sem)
+    findings += _entry_findings(entry, trainer_facts, effective, assumed)
     findings += _other_kl_findings(s, extra)
     if any(f.code in DROPS_REWARD_KL for f in findings):
         config = loss_config if loss_config is not None else _without_reward_side(config)
@@ -188,7 +227,7 @@ def read(
     name = "main_ppo" if entry in (None, "verl.trainer.main_ppo") else entry
     return NativeReading(
         library="verl",
-        version=installed_version() or TESTED_VERSIONS[-1],
+        version=sem.version if version is not None else installed_version() or sem.version,
         trainer=f"{name} ({adv})",
         config=config,
         off_policy=off_policy,
@@ -200,7 +239,292 @@ def read(
     )
 
 
-def _loss_only(s: dict[str, Any]) -> KLConfig | None:
+# ----------------------------------------------------------------------------- versions
+def _snapshot(version: str | None) -> bool:
+    """True for a version label that is not a final release (dev, pre-release, local label):
+    the code may be anything up to the next release."""
+    if version is None:
+        return False
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return v.is_devrelease or v.is_prerelease or v.local is not None
+
+
+def _checked_config(
+    entry: str | None, trainer_facts: Any, config_name: str | None, config_check: bool | None
+) -> str | None:
+    """The recorded config the overrides are checked against, None when unknown (an entry
+    with its own config the audit did not compose, or the audit said not to check)."""
+    if config_check is False:
+        return None
+    if config_name is not None:
+        return config_name if config_name in CONFIGS or config_name == "" else None
+    own = trainer_facts.config if trainer_facts is not None else "ppo_trainer"
+    if entry and trainer_facts is None:
+        own = "ppo_trainer"
+    return own if own in CONFIGS else None
+
+
+def _override_key(item: str) -> tuple[str, str]:
+    """(prefix ``""``/``+``/``++``/``~``, key) of one Hydra override."""
+    text = item.strip()
+    if text.startswith("~"):
+        return "~", text[1:].split("=", 1)[0].strip()
+    prefix = "++" if text.startswith("++") else "+" if text.startswith("+") else ""
+    return prefix, text[len(prefix) :].split("=", 1)[0].strip()
+
+
+def rejected_overrides(
+    overrides: list[str], accepted: frozenset[str]
+) -> list[tuple[int, str, str]]:
+    """(index, override, Hydra's reason) of every override Hydra's strict composition refuses
+    against a config with the keys ``accepted``; ``++`` always works, Hydra's own
+    (``hydra.*``) and config-group overrides (``a/b=x``, ``a@b=x``) are not checked."""
+    out: list[tuple[int, str, str]] = []
+    added: set[str] = set()
+    for index, item in enumerate(overrides):
+        if not isinstance(item, str) or ("=" not in item and not item.startswith("~")):
+            continue
+        prefix, key = _override_key(item)
+        last = key.rsplit(".", 1)[-1]
+        if not key or key.startswith("hydra.") or "/" in key or "@" in key or last.isdigit():
+            continue
+        exists = key in accepted or key in added
+        if prefix == "++":
+            added.add(key)
+        elif prefix == "+":
+            if exists:
+                out.append(
+                    (index, item, f"Could not append to config. An item is already at '{key}'")
+                )
+            else:
+                added.add(key)
+        elif prefix == "~":
+            if not exists:
+                out.append((index, item, f"Could not delete from config. '{key}' is missing"))
+        elif not exists:
+            out.append((index, item, f"Could not override '{key}'"))
+    return out
+
+
+def _accepted(sem: VerlSemantics, config: str, extra: tuple[str, ...]) -> frozenset[str]:
+    own = sem.accepted_keys(config) if config else frozenset()
+    more: set[str] = set()
+    for key in extra:
+        parts = key.split(".")
+        more.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return own | more
+
+
+def _check_keys(
+    overrides: list[str],
+    sem: VerlSemantics,
+    config: str,
+    extra: tuple[str, ...],
+    snapshot: bool,
+) -> tuple[list[str], VerlSemantics, list[Finding]]:
+    """The overrides this release accepts, the semantics to read them with (the next release
+    when a snapshot's launch uses keys only it has), and the findings."""
+    refused = rejected_overrides(overrides, _accepted(sem, config, extra))
+    findings: list[Finding] = []
+    later = [r for r in RELEASES if Version(r) > Version(sem.release)]
+    if refused and snapshot and later and config:
+        nxt = semantics(later[0])
+        refused_next = rejected_overrides(overrides, _accepted(nxt, config, extra))
+        if {i for i, _, _ in refused_next} < {i for i, _, _ in refused}:
+            gained = sorted(
+                {_override_key(o)[1] for i, o, _ in refused}
+                - {_override_key(o)[1] for i, o, _ in refused_next}
+            )
+            findings.append(
+                Finding(
+                    "verl.version_newer_code",
+                    "warning",
+                    f"The launch sets {', '.join(gained[:4])}, which verl {sem.release}'s "
+                    f"{config}.yaml does not have and {nxt.release}'s does: the verl that runs "
+                    f"is newer code than {sem.version} (a vendored copy or a branch snapshot; "
+                    f"verl's main branch kept the version file at 0.1 until the 0.2 release), "
+                    f"so it is read with the semantics of {nxt.release}.",
+                    f"if you really run verl {sem.version}, it refuses these overrides",
+                )
+            )
+            sem = dataclasses.replace(nxt, version=sem.version)
+            refused = refused_next
+    if refused:
+        shown = "; ".join(f"{item!r}: {why}" for _, item, why in refused[:4])
+        more = f" (and {len(refused) - 4} more)" if len(refused) > 4 else ""
+        findings.append(
+            Finding(
+                "verl.key_rejected",
+                "error",
+                f"verl {sem.version} refuses this launch: Hydra composes {config or 'the'} "
+                f"config in strict mode and {shown}{more}. The reading leaves the refused "
+                "overrides out (what runs once they are deleted).",
+                "delete them (or write ++key=value to add a key the config lacks)",
+            )
+        )
+    drop = {i for i, _, _ in refused}
+    return [o for i, o in enumerate(overrides) if i not in drop], sem, findings
+
+
+def _version_findings(
+    sem: VerlSemantics, entry: str | None, version_file: str, promoted: bool = False
+) -> list[Finding]:
+    out: list[Finding] = []
+    if not sem.exact and not promoted:
+        out.append(
+            Finding(
+                "verl.version_not_recorded",
+                "info",
+                f"verl {sem.version} is not a release kl-patches has recorded; it is read with "
+                f"the semantics of verl {sem.release}"
+                + (
+                    " (the oldest recorded release)"
+                    if Version(sem.release) > _version_or_zero(sem.version)
+                    else " (the newest recorded release not after it)"
+                )
+                + ".",
+            )
+        )
+    module = entry or "verl.trainer.main_ppo"
+    if module in sem.entries and sem.entries[module] is None:
+        out.append(
+            Finding(
+                "verl.entry_not_in_version",
+                "error",
+                f"{module} is not in verl {sem.release}: the launch fails to start "
+                "(No module named ...).",
+                "verl.trainer.main_ppo",
+            )
+        )
+    if version_file:
+        bug = vendored_sign_bug(version_file)
+        if bug:
+            out.append(
+                Finding(
+                    "verl.kl_loss_sign_bug",
+                    "error",
+                    f"This vendored verl maximises the KL loss ({bug}: policy_loss - kl_loss * "
+                    "coef, verl's main branch from 2025-01-23 to 2025-02-01, fixed by PR #179): "
+                    "use_kl_loss pushes the policy away from the reference.",
+                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef",
+                )
+            )
+    return out
+
+
+def _version_or_zero(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
+
+
+def _flat_source(source: Any) -> dict[str, Any]:
+    """The dotted settings a source sets itself (no defaults filled in)."""
+    if isinstance(source, (list, tuple)):
+        return parse_overrides(source)
+    if isinstance(source, Mapping) or hasattr(source, "keys"):
+        return flatten(_container(source))
+    settings = settings_of(source)  # YAML path or text: read through translate
+    return dict(settings)
+
+
+def _container(source: Any) -> Any:
+    if type(source).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(source, resolve=True)
+    return source
+
+
+def _settings(source: Any, sem: VerlSemantics) -> dict[str, Any]:
+    """Every key the reader reads, from ``source`` or, when it does not set it, the default
+    of the release (the newest tested release's defaults are :data:`~.versions.DEFAULTS`)."""
+    if not isinstance(source, (list, tuple, Mapping)) and not hasattr(source, "keys"):
+        settings_of(source)  # raises the reader's own error for what it cannot read
+    flat = _flat_source(source)
+    return {key: flat.get(key, default) for key, default in sem.defaults.items()}
+
+
+def _effective(s: dict[str, Any], sem: VerlSemantics) -> dict[str, Any]:
+    """The settings as the release's code acts on them: the reward-side switch it really
+    uses (0.1: always on; 0.2-0.3.x: on whenever the KL loss is off) and the loss KL's fixed
+    aggregation before 0.4.0."""
+    out = dict(s)
+    if not sem.kl_loss:
+        out[ACTOR + "use_kl_loss"] = False
+    if sem.reward_gate == "always":
+        out["algorithm.use_kl_in_reward"] = True
+    elif sem.reward_gate == "not_use_kl_loss":
+        out["algorithm.use_kl_in_reward"] = not bool(out[ACTOR + "use_kl_loss"])
+    if sem.loss_aggregation_fixed is not None:
+        out[ACTOR + "loss_agg_mode"] = "token-mean"
+    return out
+
+
+def _name_findings(s: dict[str, Any], sem: VerlSemantics) -> list[Finding]:
+    """Estimator names the release cannot run (it raises at the first KL step)."""
+    out: list[Finding] = []
+    sides = (
+        (reward_side(s), "algorithm.kl_penalty"),
+        (loss_side(s), ACTOR + "kl_loss_type"),
+    )
+    for side, key in sides:
+        if not side.on or side.name == MARKER:
+            continue
+        base = side.name.removesuffix("+")
+        if side.name.endswith("+") and base in sem.estimator_names:
+            if sem.plus_names == "advertised_but_raises":
+                out.append(
+                    Finding(
+                        "verl.plus_estimator_crashes",
+                        "error",
+                        f"{key}={side.name!r}: verl {sem.release} documents the '+' "
+                        "(straight-through) names but passes them unstripped to "
+                        "kl_penalty_forward, which raises NotImplementedError at the first KL "
+                        f"step ({sem.sources['plus_names']}); fixed in verl 0.8.0.",
+                        f"{key}={base}",
+                    )
+                )
+                continue
+            if sem.plus_names == "base_value_k2_gradient":
+                continue
+        if side.name.endswith("+") or base not in sem.estimator_names:
+            known = sorted(n for n, v in sem.estimator_names.items() if v != "NotImplementedError")
+            out.append(
+                Finding(
+                    "verl.unknown_estimator",
+                    "error",
+                    f"{key}={side.name!r} is not an estimator of verl {sem.release} (it has "
+                    f"{known}): kl_penalty raises NotImplementedError at the first KL step.",
+                    f"{key}={'low_var_kl' if 'low_var_kl' in known else 'kl'}",
+                )
+            )
+        elif sem.estimator_names[base] == "NotImplementedError":
+            out.append(
+                Finding(
+                    "verl.unknown_estimator",
+                    "error",
+                    f"{key}={side.name!r} raises NotImplementedError in verl {sem.release}.",
+                )
+            )
+    return out
+
+
+def _clamped(config: KLConfig, sem: VerlSemantics) -> KLConfig:
+    """verl's k3 clamps as the release applies them (no log-ratio clamp before 0.4.1)."""
+    if (
+        config.estimator == "k3"
+        and (config.log_ratio_clamp, config.kl_clamp) == (NATIVE_CLAMPS["k3"])
+    ):
+        return config.replace(log_ratio_clamp=sem.k3_clamps[0], kl_clamp=sem.k3_clamps[1])
+    return config
+
+
+def _loss_only(s: dict[str, Any], sem: VerlSemantics) -> KLConfig | None:
     """The loss side alone when both sides are on with different estimators, else None."""
     reward, loss = reward_side(s), loss_side(s)
     if not (reward.on and loss.on) or MARKER in (reward.name, loss.name):
@@ -210,13 +534,16 @@ def _loss_only(s: dict[str, Any]) -> KLConfig | None:
     est = str(loss.estimator)
     log_clamp, kl_clamp = NATIVE_CLAMPS[est]
     agg = AGG_FROM_VERL.get(str(s[ACTOR + "loss_agg_mode"]), "token_mean")
-    return KLConfig(
-        estimator=est,
-        placement="loss",
-        coef=loss.coef,
-        loss_aggregation=agg,
-        log_ratio_clamp=log_clamp,
-        kl_clamp=kl_clamp,
+    return _clamped(
+        KLConfig(
+            estimator=est,
+            placement="loss",
+            coef=loss.coef,
+            loss_aggregation=agg,
+            log_ratio_clamp=log_clamp,
+            kl_clamp=kl_clamp,
+        ),
+        sem,
     )
 
 
@@ -354,7 +681,9 @@ def _fix_text(s: dict[str, Any]) -> str:
     return " ".join(_fix(s))
 
 
-def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Finding]:
+def _findings(
+    s: dict[str, Any], config: KLConfig, off_policy: bool, sem: VerlSemantics
+) -> list[Finding]:
     reward, loss = reward_side(s), loss_side(s)
     adv = str(s["algorithm.adv_estimator"])
     fix = _fix_text(s)
@@ -491,12 +820,17 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
         out += _loss_findings(s, loss.name, off_policy and not weighted)
     native_k3 = config.estimator == "k3" and MARKER not in (reward.name, loss.name)
     if native_k3 and config.placement != "none":
+        log_clamp, value_clamp = sem.k3_clamps
         out.append(
             Finding(
                 "verl.k3_clamp",
                 "info",
-                "verl's k3 clamps the log-ratio to [-20, 20] and the value to [-10, 10]; the "
-                "clamp on the value saturates for per-token ratios pi_ref/pi above about 14.",
+                "verl's k3 clamps "
+                + (f"the log-ratio to [-{log_clamp:g}, {log_clamp:g}] and " if log_clamp else "")
+                + f"the value to [-{value_clamp or 10:g}, {value_clamp or 10:g}]; the clamp on the "
+                "value saturates for per-token ratios pi_ref/pi above about 14"
+                + ("" if log_clamp else f" (verl {sem.release} has no log-ratio clamp)")
+                + ".",
             )
         )
     return out
@@ -558,8 +892,10 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
                 f"{s['data.train_batch_size']} give several updates per batch, but verl's loss KL "
                 "has no importance weight pi/pi_old: after the first update it is evaluated on "
                 "samples from an older policy.",
-                fix="kl-patches importance_weighting='token', or "
-                f"{ACTOR}ppo_mini_batch_size=<data.train_batch_size> {ACTOR}ppo_epochs=1",
+                fix="kl-patches --kl k1-in-reward --kl.importance_weighting sequence (the "
+                "reverse-KL gradient off-policy), or importance_weighting='token' (this "
+                f"estimator, each token reweighted), or {ACTOR}ppo_mini_batch_size="
+                f"<data.train_batch_size> {ACTOR}ppo_epochs=1",
             )
         )
     return out
@@ -567,11 +903,14 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
 
 def claims(mapping: Mapping[str, Any]) -> bool:
     """A mapping with a verl section (``algorithm``, ``actor_rollout_ref``) is a verl config, so
-    is a Hydra config whose ``defaults`` list or search path names verl's trainer configs."""
+    is a Hydra config whose ``defaults`` list or search path names verl's trainer configs, and
+    one with a ``defaults`` list beside one of verl's sections (:data:`HYDRA_SECTIONS`)."""
     if any(isinstance(mapping.get(k), dict) for k in SECTIONS):
         return True
     defaults = mapping.get("defaults")
     names = [str(d) for d in defaults] if isinstance(defaults, list) else []
+    if isinstance(defaults, list) and any(isinstance(mapping.get(k), dict) for k in HYDRA_SECTIONS):
+        return True
     if any(n.endswith(("ppo_trainer", "ppo_megatron_trainer")) for n in names):
         return True
     hydra = mapping.get("hydra")

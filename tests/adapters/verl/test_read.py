@@ -92,3 +92,17 @@ def test_reader_works_without_verl() -> None:
         "assert 'verl' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_off_policy_fix_names_the_prefix_weighted_k1_in_reward() -> None:
+    """The off-policy finding's first fix is the option that is unbiased off-policy; applied, the
+    finding goes away."""
+    (finding,) = [
+        f
+        for f in kv.read(kv.to_overrides(KLConfig.parse("k3-in-loss", coef=0.1))).findings
+        if f.code == "verl.off_policy_loss_kl"
+    ]
+    assert finding.fix is not None
+    assert finding.fix.startswith("kl-patches --kl k1-in-reward --kl.importance_weighting sequence")
+    fixed = KLConfig.parse("k1-in-reward", coef=0.1, importance_weighting="sequence")
+    assert "verl.off_policy_loss_kl" not in codes(kv.read(kv.to_overrides(fixed)))

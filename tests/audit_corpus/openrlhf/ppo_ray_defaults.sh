@@ -31,8 +31,8 @@ ray job submit --address="http://127.0.0.1:8265" \
    --rollout.max_new_tokens 1024 \
    --ds.zero_stage 3 \
    --ds.param_dtype bf16 \
-   --actor.learning_rate 5e-7 \
-   --critic.learning_rate 9e-6 \
+   --actor.adam.lr 5e-7 \
+   --critic.adam.lr 9e-6 \
    --data.prompt_dataset OpenRLHF/prompt-collection-v0.1 \
    --data.input_key context_messages \
    --data.apply_chat_template \
