@@ -1,13 +1,17 @@
 """Time and peak memory of verl 0.9.1's KL functions, native vs wrapped by the kl-patches patch.
 
 Usage (the verl venv, CPU, about two minutes):
-    python benchmarks/bench_verl.py [--batch 64] [--length 1024] [--rounds 8] [--inner 8]
+    python benchmarks/bench_verl.py [--batch 64] [--reward-batches 512] [--length 1024]
+                                    [--rounds 8] [--inner 8]
 
 verl cannot run a training step on CPU, so this times the three functions the patch wraps, with
 verl's composed config for each case (``to_overrides`` on verl's defaults, GRPO, groups of 8), on
 random log-probs of ``--batch`` responses of up to ``--length`` tokens (ragged, float32):
 
-* reward path: ``ray_trainer.apply_kl_penalty`` then ``ray_trainer.compute_advantage`` (GRPO);
+* reward path: ``ray_trainer.apply_kl_penalty`` then ``ray_trainer.compute_advantage`` (GRPO),
+  also at the ``--reward-batches`` sizes (verl's GRPO loops over rows in Python, so the patch's
+  fixed number of extra tensor operations weighs less on a larger batch; real batches are
+  train_batch_size x rollout.n rows, thousands);
 * loss: ``workers.utils.losses.ppo_loss`` and its backward, the whole batch as one micro-batch
   normalised by the global token and sequence counts, as verl's engine does.
 
@@ -19,10 +23,14 @@ functions, captured before any ``apply`` (the same objects ``revert`` puts back:
 
 Time: on this shared 2-core VM the speed drifts by up to 1.5x for seconds at a time, so the two
 calls of a pair alternate (shuffled) within one visit of the case and the ratio compares samples
-taken side by side. Median over ``--rounds`` visits per case (cases in a shuffled order; ``apply``
-and one untimed warm-up call of each side at the start of a visit) x ``--inner`` pairs per visit;
-inputs are built before the timer; Python's garbage collector is off inside the timer (as in
-timeit), with a collection at the start of each visit. One torch thread.
+taken side by side. ``--rounds`` visits per case (cases in a shuffled order; ``apply`` and one
+untimed warm-up call of each side at the start of a visit) x ``--inner`` pairs per visit; inputs
+are built before the timer; Python's garbage collector is off inside the timer (as in timeit),
+with a collection at the start of each visit. One torch thread. Each call is timed by the
+thread's CPU time (``time.thread_time``: what the call computed, less exposed to the other jobs
+of a shared machine) and by the wall clock. The ratio is per pair (patched / native of the same
+inner step), reported as the median over all pairs with its min-max; the ms columns are medians
+of the CPU time.
 
 Memory: one more call per side under ``torch.profiler`` (``profile_memory=True``), natives with
 the patch reverted: the peak of bytes held by torch's CPU allocator above its level at the start
@@ -213,29 +221,24 @@ def actor_of(cfg: Any) -> Any:
     return omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
 
 
-def build_cases(batch: int, length: int) -> list[Case]:
-    """The reward-path and loss pairs."""
-    import torch
-    from verl_support.batches import make_rollout
-
+def reward_cases(rollout: Any, suffix: str = "") -> list[Case]:
+    """The reward-path pairs on ``rollout`` (``suffix`` appended to every label)."""
     from kl_patches.adapters import verl as kv
     from kl_patches.adapters.verl.versions import MARKER
     from kl_patches.config import KLConfig
 
-    rollout = make_rollout(batch=batch, length=length, group=GROUP, seed=0)
     cases: list[Case] = []
-
-    # (a) reward path
     native_reward = {}
     for est in ("k1", "k2", "k3"):
         cfg = verl_config(KLConfig(estimator=est, placement="reward", coef=COEF))
         if requested_spec(cfg) is not None:
             raise RuntimeError(f"to_overrides asks for the patch for native {est}-in-reward")
-        label = f"{est} (kl_penalty={cfg.algorithm.kl_penalty})"
+        label = f"{est} (kl_penalty={cfg.algorithm.kl_penalty}){suffix}"
         native_reward[est] = (cfg, reward_run(label, rollout, cfg, native=True))
     k1_reward = KLConfig(estimator="k1", placement="reward", coef=COEF)
     k1_cfg, k1_native = native_reward["k1"]
-    passthrough = reward_run("apply(k1 reward), native config", rollout, k1_cfg, native=False)
+    label = f"apply(k1 reward), native config{suffix}"
+    passthrough = reward_run(label, rollout, k1_cfg, native=False)
     cases.append(Case("reward", kv.PatchSpec(k1_reward), passthrough, k1_native))
     for label, config, outside, est in (
         ("k1 reward, KL outside GRPO std", k1_reward, True, "k1"),
@@ -256,8 +259,26 @@ def build_cases(batch: int, length: int) -> list[Case]:
         spec = requested_spec(cfg)
         if spec is None or cfg.algorithm.kl_penalty != MARKER:
             raise RuntimeError(f"{label}: to_overrides did not select the patch")
-        run = reward_run(label, rollout, cfg, native=False)
+        run = reward_run(label + suffix, rollout, cfg, native=False)
         cases.append(Case("reward", spec, run, native_reward[est][1]))
+    return cases
+
+
+def build_cases(batch: int, length: int, reward_batches: tuple[int, ...] = ()) -> list[Case]:
+    """The reward-path pairs (at ``batch`` and at each of ``reward_batches``) and the loss
+    pairs (at ``batch``)."""
+    import torch
+    from verl_support.batches import make_rollout
+
+    from kl_patches.adapters import verl as kv
+    from kl_patches.adapters.verl.versions import MARKER
+    from kl_patches.config import KLConfig
+
+    rollout = make_rollout(batch=batch, length=length, group=GROUP, seed=0)
+    cases = reward_cases(rollout)
+    for size in reward_batches:
+        big = make_rollout(batch=size, length=length, group=GROUP, seed=0)
+        cases += reward_cases(big, f" [B={size}]")
 
     # (b) loss
     advantages = torch.randn(rollout.mask.shape, generator=torch.Generator().manual_seed(1))
@@ -337,25 +358,29 @@ def peak_mib(run: Run) -> float:
     return max(0, *(total - start for _, _, total in events)) / 2**20
 
 
-def timed(run: Run) -> float:
-    """Seconds of one call on fresh inputs, garbage collector off."""
+def timed(run: Run) -> tuple[float, float]:
+    """(thread CPU seconds, wall seconds) of one call on fresh inputs, garbage collector off."""
     call = run.prepare()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         call()
-        return time.perf_counter() - start
+        return time.thread_time() - cpu_start, time.perf_counter() - start
     finally:
         gc.enable()
 
 
+Samples = tuple[list[tuple[float, float]], list[tuple[float, float]]]
+"""Per case: the native and the patched calls' (CPU s, wall s), index k of both from one pair."""
+
+
 def measure(
     cases: list[Case], rounds: int, inner: int, seed: int
-) -> tuple[list[tuple[list[float], list[float]]], list[tuple[float, float]]]:
-    """Per case: (native seconds, patched seconds) and (native MiB, patched MiB)."""
+) -> tuple[list[Samples], list[tuple[float, float]]]:
+    """Per case: the timed pairs (:data:`Samples`) and (native MiB, patched MiB)."""
     from kl_patches.adapters import verl as kv
 
-    times: list[tuple[list[float], list[float]]] = [([], []) for _ in cases]
+    times: list[Samples] = [([], []) for _ in cases]
     shuffler = random.Random(seed)
     order = list(range(len(cases)))
     for _ in range(rounds):
@@ -381,12 +406,18 @@ def measure(
     return times, list(zip(native_mib, patched_mib, strict=True))
 
 
+def pair_ratios(samples: Samples, which: int) -> list[float]:
+    """Patched / native of each pair; ``which`` 0 is the CPU time, 1 the wall time."""
+    native, patched = samples
+    return [p[which] / n[which] for n, p in zip(native, patched, strict=True)]
+
+
 def report(
     cases: list[Case],
-    times: list[tuple[list[float], list[float]]],
+    times: list[Samples],
     memory: list[tuple[float, float]],
 ) -> None:
-    """The table of medians, peaks and patched / native ratios."""
+    """The table of medians, pair ratios with their spread, peaks and memory ratios."""
     titles = {
         "reward": "(a) reward path: apply_kl_penalty + compute_advantage (GRPO)",
         "loss": "(b) ppo_loss + backward (one micro-batch, global token/sequence counts)",
@@ -397,18 +428,20 @@ def report(
         print(title)
         print(
             f"{'patched call':{wide}}{'native baseline':{wide_native}}{'native ms':>10}"
-            f"{'patched ms':>11}{'time':>8}{'native MiB':>11}{'patched MiB':>12}{'memory':>8}"
+            f"{'patched ms':>11}{'CPU time (min-max)':>25}{'wall':>8}{'native MiB':>11}"
+            f"{'patched MiB':>12}{'memory':>8}"
         )
-        for case, (native_s, patched_s), (native_m, patched_m) in zip(
-            cases, times, memory, strict=True
-        ):
+        for case, samples, (native_m, patched_m) in zip(cases, times, memory, strict=True):
             if case.part != part:
                 continue
-            n, p = statistics.median(native_s), statistics.median(patched_s)
+            n = statistics.median(x[0] for x in samples[0])
+            p = statistics.median(x[0] for x in samples[1])
+            cpu, wall = pair_ratios(samples, 0), pair_ratios(samples, 1)
+            spread = f"{statistics.median(cpu):.2f}x ({min(cpu):.2f}-{max(cpu):.2f})"
             print(
                 f"{case.patched.label:{wide}}{case.native.label:{wide_native}}{1e3 * n:10.2f}"
-                f"{1e3 * p:11.2f}{p / n:7.2f}x{native_m:11.2f}{patched_m:12.2f}"
-                f"{patched_m / native_m:7.2f}x"
+                f"{1e3 * p:11.2f}{spread:>25}{statistics.median(wall):7.2f}x{native_m:11.2f}"
+                f"{patched_m:12.2f}{patched_m / native_m:7.2f}x"
             )
         print()
 
@@ -427,6 +460,11 @@ def check_equivalent() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--batch", type=int, default=64, help="responses (multiple of 8)")
+    parser.add_argument(
+        "--reward-batches",
+        default="512",
+        help="comma-separated further batch sizes for the reward path ('' for none)",
+    )
     parser.add_argument("--length", type=int, default=1024, help="max response tokens")
     parser.add_argument("--rounds", type=int, default=8, help="shuffled visits of every case")
     parser.add_argument("--inner", type=int, default=8, help="timed pairs per visit")
@@ -434,6 +472,12 @@ def main() -> int:
     a = parser.parse_args()
     if a.batch <= 0 or a.batch % GROUP:
         parser.error(f"--batch must be a positive multiple of the GRPO group size {GROUP}")
+    try:
+        extra = tuple(int(x) for x in a.reward_batches.split(",") if x.strip())
+    except ValueError:
+        parser.error(f"--reward-batches: {a.reward_batches!r} is not a comma-separated list")
+    if any(x <= 0 or x % GROUP for x in extra):
+        parser.error(f"--reward-batches {a.reward_batches!r}: each a positive multiple of {GROUP}")
 
     import logging
 
@@ -448,7 +492,7 @@ def main() -> int:
     start = time.monotonic()
     try:
         capture_originals()
-        cases = build_cases(a.batch, a.length)
+        cases = build_cases(a.batch, a.length, extra)
         times, memory = measure(cases, a.rounds, a.inner, a.seed)
     finally:
         kv.revert()
@@ -459,9 +503,10 @@ def main() -> int:
         f"B={a.batch} responses (groups of {GROUP}) x T<={a.length} tokens, float32, coef={COEF}"
     )
     print(
-        f"time: median of {a.rounds * a.inner} calls per side ({a.rounds} shuffled visits x "
-        f"{a.inner} alternating pairs); memory: peak torch CPU-allocator MiB above the call's "
-        "start (torch.profiler, profile_memory=True); ratios patched / native"
+        f"time: {a.rounds * a.inner} pairs per case ({a.rounds} shuffled visits x {a.inner} "
+        "alternating pairs); ms: median thread CPU time per call; CPU time / wall: patched / "
+        "native per pair, median (min-max) over the pairs; memory: peak torch CPU-allocator "
+        "MiB above the call's start (torch.profiler, profile_memory=True), patched / native"
     )
     print()
     report(cases, times, memory)

@@ -4,12 +4,17 @@ each adapter's patched-vs-native step time and memory, each in its library's own
 Usage (from any Python with torch; the library venvs are found under /work/venvs/<lib> or
 through $KLP_VENV_<LIB>, e.g. KLP_VENV_TRL=/path/to/venv):
     python benchmarks/run_all.py [--out benchmarks/results.md] [--only trl,verl] [--skip-adapters]
+                                 [--slow]
 
 For each library whose venv exists: ``bench_core.py --lib <lib>`` (core.kl_terms vs the
 library's own function) and each adapter benchmark of that library (``bench_<lib>*.py`` or
 ``<lib>_*.py`` in this folder; its own output is kept verbatim). Then ``bench_core.py --full-kl``
 in this interpreter. Prints one summary table and writes everything to ``--out`` as Markdown.
 A library without a venv, or a benchmark that fails, is reported as such, never dropped.
+
+The slow benchmarks (:data:`SLOW`: the real-sized TRL model, 30-40 minutes) run only with
+``--slow``; without it their section of the previous ``--out`` is carried over verbatim (it
+carries its own date) and the runs table says so.
 """
 
 from __future__ import annotations
@@ -26,6 +31,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LIBS = ("trl", "verl", "openrlhf")
+SLOW = ("bench_trl_real.py",)
+"""Adapter benchmarks run only with ``--slow`` (each takes most of an hour on 2 cores)."""
+DEVICE_NOTE = (
+    "No GPU figures: no accelerator machine was lent to the task that produced them, so the "
+    "bf16 GPU run of the real-sized benchmark (issue 16, item 5) is not done."
+)
 
 
 def venv_python(lib: str) -> Path | None:
@@ -35,9 +46,27 @@ def venv_python(lib: str) -> Path | None:
     return python if python.exists() else None
 
 
-def adapter_scripts(lib: str) -> list[Path]:
-    """The adapter engineers' benchmarks of ``lib``: ``bench_<lib>*.py`` or ``<lib>_*.py``."""
-    return sorted({*HERE.glob(f"bench_{lib}*.py"), *HERE.glob(f"{lib}_*.py")})
+def adapter_scripts(lib: str, slow: bool = False) -> list[Path]:
+    """The adapter engineers' benchmarks of ``lib``: ``bench_<lib>*.py`` or ``<lib>_*.py``;
+    the :data:`SLOW` ones only when ``slow``."""
+    found = sorted({*HERE.glob(f"bench_{lib}*.py"), *HERE.glob(f"{lib}_*.py")})
+    return [path for path in found if slow or path.name not in SLOW]
+
+
+def previous_sections(path: Path) -> dict[str, str]:
+    """``## name`` -> that section's text (heading included) in an earlier report."""
+    if not path.exists():
+        return {}
+    sections: dict[str, str] = {}
+    name, lines = None, []
+    for line in [*path.read_text().splitlines(), "## "]:
+        if line.startswith("## "):
+            if name is not None:
+                sections[name] = "\n".join(lines).rstrip()
+            name, lines = line[3:].strip(), [line]
+        elif name is not None:
+            lines.append(line)
+    return sections
 
 
 def run(cmd: list[str], timeout: int) -> tuple[int, str, float]:
@@ -89,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-adapters", action="store_true", help="only the core benchmarks")
     p.add_argument("--timeout", type=int, default=900, help="seconds per benchmark")
     p.add_argument("--tokens", type=int, default=4096, help="positions for the full-KL monitor")
+    p.add_argument("--slow", action="store_true", help=f"also run {', '.join(SLOW)}")
+    p.add_argument("--slow-timeout", type=int, default=5400, help="seconds per slow benchmark")
     a = p.parse_args(argv)
     libs = [x.strip() for x in a.only.split(",") if x.strip()]
     bad = sorted(set(libs) - set(LIBS))
@@ -96,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--only: unknown {bad}; choose from {list(LIBS)}")
 
     status: list[tuple[str, str, str, float]] = []  # (library, benchmark, status, seconds)
+    earlier = previous_sections(Path(a.out))
+    carried: dict[str, str] = {}
     core_rows: list[dict[str, object]] = []
     adapter_out: dict[str, str] = {}
     bench_core = str(HERE / "bench_core.py")
@@ -112,14 +145,22 @@ def main(argv: list[str] | None = None) -> int:
             adapter_out[f"bench_core.py --lib {lib}"] = text
         if a.skip_adapters:
             continue
-        scripts = adapter_scripts(lib)
+        scripts = adapter_scripts(lib, a.slow)
         if not scripts:
             status.append((lib, f"bench_{lib}.py", "not written yet", 0.0))
         for script in scripts:
             print(f"[{lib}] {script.name} (patched vs native) ...", file=sys.stderr)
-            rc, text, secs = run([str(python), str(script)], a.timeout)
+            timeout = a.slow_timeout if script.name in SLOW else a.timeout
+            rc, text, secs = run([str(python), str(script)], timeout)
             status.append((lib, script.name, "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
             adapter_out[script.name] = text
+        for script in set(adapter_scripts(lib, True)) - set(scripts):
+            if script.name in earlier:
+                carried[script.name] = earlier[script.name]
+                state = "carried over from the previous report (rerun with --slow)"
+            else:
+                state = "not run (slow: use --slow)"
+            status.append((lib, script.name, state, 0.0))
     print("[core] full-vocabulary KL monitor ...", file=sys.stderr)
     cmd = [sys.executable, bench_core, "--full-kl", "--tokens", str(a.tokens), "--json"]
     rc, text, secs = run(cmd, a.timeout)
@@ -138,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         f"UTC; {platform.machine()}, {os.cpu_count()} CPU cores, Python "
         f"{platform.python_version()}. CPU only: timings on a shared machine are noisy, read "
         "the ratios.",
+        "",
+        DEVICE_NOTE,
         "",
         "## Runs",
         "",
@@ -174,12 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, text in adapter_out.items():
         lines += ["", f"## {name}", "", "```", text.rstrip(), "```"]
+    for text in carried.values():
+        lines += ["", text]
     report = "\n".join(lines) + "\n"
     Path(a.out).write_text(report)
     print(report)
     print(f"written to {a.out}", file=sys.stderr)
-    return 0 if all(st in ("ok", "not written yet") or st.startswith("no venv")
-                    for _, _, st, _ in status) else 1  # fmt: skip
+    fine = ("ok", "not written yet", "no venv", "carried", "not run")
+    return 0 if all(st.startswith(fine) for _, _, st, _ in status) else 1
 
 
 if __name__ == "__main__":

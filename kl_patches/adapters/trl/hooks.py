@@ -12,9 +12,16 @@ What changes against TRL 1.16 (and nothing else):
 * Reward side: after TRL has scored a generation batch, the penalty from
   :func:`kl_patches.core.reward_penalty` is subtracted from the summed task reward *before* the
   group baseline, and the advantages are recomputed with TRL's own normalisation
-  (:mod:`.advantages`). The penalty uses the sampling policy's log-probs: TRL's
-  ``old_per_token_logps`` when it has them, otherwise one extra no-grad forward of the policy
-  with TRL's own arguments. The reference forward is never repeated.
+  (:mod:`.advantages`). The penalty uses the sampling policy's log-probs from a forward that
+  runs anyway, in this order: TRL's ``old_per_token_logps`` when it computes them; otherwise,
+  inside a training step whose micro-batch is the whole generation batch
+  (``steps_per_generation=1``: every group member is there), the penalty and the advantages
+  are *deferred* to the loss step and computed from the detached log-probs of TRL's loss
+  forward (on-policy they are the sampling policy's: TRL itself takes them as the old
+  log-probs there); otherwise, when the trainer opted in (``sampling_logps``), the sampling
+  engine's own log-probs (vLLM's, or a ``rollout_func``'s); only otherwise one extra no-grad
+  forward of the policy with TRL's own arguments, said once in the log. The reference forward
+  is never repeated. :func:`forward_counts` and :func:`penalty_sources` count what ran.
 * ``importance_weighting="sequence"``: the reward side is not put in the advantages but added
   at every loss call from the current log-probs (:mod:`.offpolicy`).
 * Loss side: the differentiable log-probs of TRL's single loss forward are captured and
@@ -28,7 +35,10 @@ Deviation on purpose: RLOO's native ``beta * sum_t k1`` is discarded when a KLCo
 from __future__ import annotations
 
 import copy
+import logging
+import os
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +61,20 @@ REF_KEY = "kl_ref_per_token_logps"
 
 OLD_KEY = "kl_old_per_token_logps"
 """RLOO only: batch key under which the sampling policy's log-probs travel to the loss."""
+
+DEFER_ROWS = "kl_deferred_rows"
+"""GRPO, deferred penalty: each row's index in the gathered generation batch (``[B]``, long);
+TRL shuffles rows before the loss, so the group baseline is rebuilt from it."""
+
+DEFER_REWARDS = "kl_deferred_rewards"
+"""GRPO, deferred penalty: each row's summed task reward (``[B]``), for the recomputation."""
+
+SAMPLING_LOGPS_ENV = "KL_PATCHES_TRL_SAMPLING_LOGPS"
+"""Set to 1 to let trainers built without ``kl_sampling_logps=`` use the sampling engine's
+log-probs for the penalty where the extra forward would run (see :func:`init_state`)."""
+
+LOGGER = logging.getLogger("kl_patches.trl")
+"""Where the adapter says, once per trainer and reason, which source the penalty uses."""
 
 _NOT_TAKEN = (
     "kl_patches.trl: the {hook} hook did not run during {where}, so the KL regulariser would "
@@ -137,18 +161,69 @@ def validate(kind: str, args: Any, config: KLConfig) -> None:
         )
 
 
-def init_state(trainer: Any, config: KLConfig, full_monitor: bool = False) -> None:
+def init_state(
+    trainer: Any,
+    config: KLConfig,
+    full_monitor: bool = False,
+    sampling_logps: bool | None = None,
+) -> None:
     """Attach the adapter's per-trainer state (before TRL's ``__init__`` runs).
 
     ``full_monitor`` logs ``kl/full_vocab``, the exact KL over the vocabulary summed over each
     completion (:func:`kl_patches.core.full_kl`): a low-variance monitor that costs one extra
     policy and one extra reference forward with full logits per generation batch.
+
+    ``sampling_logps`` (GRPO, reward side): where the penalty would otherwise need the extra
+    policy forward, take the log-probs the sampling engine returned with the completions
+    (``sampling_per_token_logps``: vLLM's, or a ``rollout_func``'s) instead. Caveat: they come
+    from another implementation of the policy (vLLM's kernels, its precision, its
+    ``logprobs_mode``), so the penalty estimates KL(sampler || ref) rather than
+    KL(trainer || ref); TRL's own ``sampling/sampling_logp_difference`` metric measures the gap.
+    A batch where the engine gave no log-prob for some completion token (NaN) falls back to the
+    forward. ``None`` reads :data:`SAMPLING_LOGPS_ENV`.
     """
+    if sampling_logps is None:
+        sampling_logps = os.environ.get(SAMPLING_LOGPS_ENV, "0") not in ("", "0")
     trainer._kl_config = config
     trainer._kl_full_monitor = bool(full_monitor)
+    trainer._kl_sampling_logps = bool(sampling_logps)
     trainer._kl_capture = None
     trainer._kl_rewards_per_func = None
     trainer._kl_loss_calls = 0
+    trainer._kl_phase = None
+    trainer._kl_in_step = False
+    trainer._kl_defer = None
+    trainer._kl_unresolved = 0
+    trainer._kl_forwards = Counter()
+    trainer._kl_sources = Counter()
+    trainer._kl_said = set()
+
+
+def use_sampling_logps(trainer: Any, enabled: bool = True) -> None:
+    """Switch the ``sampling_logps`` opt-in of :func:`init_state` on an existing trainer."""
+    if "_kl_config" not in getattr(trainer, "__dict__", {}):
+        raise TypeError("kl_patches.trl: use_sampling_logps needs a trainer running a KL config")
+    trainer._kl_sampling_logps = bool(enabled)
+
+
+def forward_counts(trainer: Any) -> dict[str, int]:
+    """How many model forwards this trainer ran through TRL's log-prob function, by kind.
+
+    ``policy``: the policy (scoring, the loss, and the adapter's own forwards); ``reference``:
+    the reference model (or the PEFT base, adapter disabled); ``extra``: the part of ``policy``
+    the adapter added for the reward penalty; ``monitor``: the full-vocabulary monitor's model
+    calls (policy and reference), not included in the others.
+    """
+    return dict(trainer.__dict__.get("_kl_forwards", {}))
+
+
+def penalty_sources(trainer: Any) -> dict[str, int]:
+    """Generation batches by where their reward penalty's policy log-probs came from.
+
+    ``old_per_token_logps`` (TRL computed them), ``loss_forward`` (deferred to the loss step),
+    ``sampling_per_token_logps`` (the sampling engine's, opted in), ``extra_forward``.
+    """
+    return dict(trainer.__dict__.get("_kl_sources", {}))
 
 
 def after_init(trainer: Any, kind: str) -> None:
@@ -202,28 +277,50 @@ def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
     return mask * batch["tool_mask"] if "tool_mask" in batch else mask
 
 
+def _say_once(trainer: Any, reason: str, message: str) -> None:
+    said = trainer.__dict__.setdefault("_kl_said", set())
+    if reason not in said:
+        said.add(reason)
+        LOGGER.warning("kl_patches.trl: %s", message)
+
+
 def _run_capturing(
     trainer: Any, call: Callable[..., Any], *args: Any
 ) -> tuple[Any, list[tuple[tuple[Any, ...], dict[str, Any], torch.Tensor]], Any]:
+    """Run TRL's scoring, recording every log-prob call; count them as policy or reference."""
     trainer._kl_capture = []
     trainer._kl_rewards_per_func = None
+    trainer._kl_phase = "scoring"
     try:
         out = call(*args)
     finally:
         calls = trainer._kl_capture
         trainer._kl_capture = None
+        trainer._kl_phase = None
     rewards = trainer._kl_rewards_per_func
     trainer._kl_rewards_per_func = None
+    ref = out.get("ref_per_token_logps") if isinstance(out, dict) else None
+    for _, _, logps in calls:
+        trainer._kl_forwards["reference" if logps is ref else "policy"] += 1
     return out, calls, rewards
 
 
 # ---------------------------------------------------------------------------------- shared hooks
 def get_logps(trainer: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
-    """``_get_per_token_logps_and_entropies``: record arguments and log-probs while capturing."""
+    """``_get_per_token_logps_and_entropies``: record arguments and log-probs while capturing;
+    in the loss, count the forward and resolve a deferred reward penalty from its log-probs
+    (TRL reads the advantages only after this forward)."""
     out = call(*args, **kwargs)
-    capture = trainer.__dict__.get("_kl_capture")
+    state = trainer.__dict__
+    capture = state.get("_kl_capture")
     if capture is not None:
         capture.append((args, kwargs, out[0]))
+    if state.get("_kl_phase") == "loss":
+        state["_kl_forwards"]["policy"] += 1
+        pending = state.get("_kl_defer")
+        if pending is not None:
+            state["_kl_defer"] = None
+            _resolve_deferred(trainer, pending, out[0].detach())
     return out
 
 
@@ -239,11 +336,24 @@ def calculate_rewards(
 def training_step(
     trainer: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any
 ) -> Any:
-    """``training_step``: fail loudly if TRL's loss bypassed the loss hook (fused paths)."""
+    """``training_step``: fail loudly if TRL's loss bypassed the loss hook (fused paths) or left
+    a deferred reward penalty unresolved. Marks the step, so a generation batch scored inside
+    it may defer its penalty to the loss that follows."""
     before = trainer._kl_loss_calls
-    out = call(*args, **kwargs)
+    trainer._kl_in_step = True
+    try:
+        out = call(*args, **kwargs)
+    finally:
+        trainer._kl_in_step = False
     if needs_reference(trainer._kl_config) and trainer._kl_loss_calls == before:
         raise RuntimeError(_NOT_TAKEN.format(hook="_compute_loss", where="a training step"))
+    if trainer._kl_unresolved:
+        trainer._kl_unresolved = 0
+        raise RuntimeError(
+            _NOT_TAKEN.format(
+                hook="deferred reward penalty", where="the loss of the batch it was deferred to"
+            )
+        )
     return out
 
 
@@ -256,6 +366,8 @@ def _policy_logps_again(trainer: Any, calls: list[Any]) -> torch.Tensor:
     args, kwargs, _ = calls[-1]
     with torch.no_grad():
         out = trainer._get_per_token_logps_and_entropies(trainer.model, *args[1:], **kwargs)
+    trainer._kl_forwards["policy"] += 1
+    trainer._kl_forwards["extra"] += 1
     return out[0]
 
 
@@ -293,6 +405,7 @@ def _log_full_kl(trainer: Any, calls: list[Any], mask: torch.Tensor) -> None:
                 / trainer.temperature
                 for model in (trainer.model, trainer.ref_model)
             ]
+            trainer._kl_forwards["monitor"] += 2
             totals.append(full_kl(logits[0], logits[1], mask[rows]).sum(-1))
     _log(trainer, "kl/full_vocab", _global_mean(trainer, torch.cat(totals)))
 
@@ -315,11 +428,109 @@ def _log_reward_side(
 
 
 # ---------------------------------------------------------------------------------- GRPO hooks
+def _num_generations(trainer: Any) -> int:
+    return int(
+        trainer.num_generations if _mode(trainer) == "train" else trainer.num_generations_eval
+    )
+
+
+def _no_defer_reason(trainer: Any) -> str | None:
+    """Why this generation batch cannot take its penalty from the loss forward (None: it can)."""
+    if _mode(trainer) != "train" or not trainer.__dict__.get("_kl_in_step"):
+        return (
+            "outside a training step (evaluation, or a direct call), so no loss step of this "
+            "batch is sure to follow"
+        )
+    spg = int(trainer.args.steps_per_generation)
+    if spg != 1:
+        return (
+            f"steps_per_generation={spg}: each loss micro-batch holds 1/{spg} of the shuffled "
+            "generation batch, so a group's members are not all in one loss step and the group "
+            "baseline needs every member's penalty; steps_per_generation=1 removes the forward"
+        )
+    return None
+
+
+def _sampler_logps(trainer: Any, out: dict[str, Any], mask: torch.Tensor) -> torch.Tensor | None:
+    """The sampling engine's log-probs when opted in and complete on every rank, else None."""
+    sampled = out.get("sampling_per_token_logps")
+    if not trainer.__dict__.get("_kl_sampling_logps") or sampled is None:
+        return None
+    missing = (torch.isnan(sampled) & (mask != 0)).any().float().reshape(1)
+    if float(trainer.accelerator.gather(missing).sum()) > 0:
+        _say_once(
+            trainer,
+            "sampler-nan",
+            "the sampling engine returned no log-prob (NaN) for some completion tokens; those "
+            "batches take the penalty from the next source instead",
+        )
+        return None
+    return torch.nan_to_num(sampled, nan=0.0)
+
+
+def _reward_advantages(
+    trainer: Any,
+    config: KLConfig,
+    policy: torch.Tensor,
+    ref: torch.Tensor,
+    mask: torch.Tensor,
+    rewards: torch.Tensor,
+    rows: torch.Tensor,
+) -> torch.Tensor:
+    """Advantages of the local rows with the penalty in the reward; logs the reward metrics.
+
+    ``policy``, ``ref``, ``mask`` are the local rows ``rows`` (indices into the gathered
+    generation batch, any order); ``rewards`` is the gathered batch's summed task reward.
+    """
+    penalty_local = _log_reward_side(trainer, config, policy, ref, mask)
+    gathered_rows = trainer.accelerator.gather(rows)
+    if not torch.equal(
+        torch.sort(gathered_rows).values, torch.arange(rewards.numel(), device=rows.device)
+    ):
+        raise RuntimeError(
+            "kl_patches.trl: the loss micro-batches of a deferred generation batch do not hold "
+            "every row once; TRL's batching differs from the tested version"
+        )
+    penalty = torch.empty_like(rewards)
+    penalty[gathered_rows] = trainer.accelerator.gather(penalty_local).to(rewards.dtype)
+    advantages, scale = grpo_advantages(
+        rewards, penalty, _num_generations(trainer), trainer.scale_rewards
+    )
+    _relog_advantages(trainer, advantages)
+    advantages, scale = advantages[rows], scale[rows]
+    if config.reward_shape == "reward_to_go":
+        to_go = reward_penalty(policy, ref, mask, config)
+        # token t: reward minus the KL of tokens t..T, same (sequence-level) baseline and scale
+        advantages = advantages.unsqueeze(1) + (
+            penalty_local.unsqueeze(1) - to_go
+        ) / scale.unsqueeze(1)
+    return advantages
+
+
+def _resolve_deferred(trainer: Any, inputs: dict[str, Any], policy: torch.Tensor) -> None:
+    """Loss step of a deferred batch: penalty from the loss forward's detached log-probs."""
+    rows, rewards_local = inputs.pop(DEFER_ROWS), inputs.pop(DEFER_REWARDS)
+    trainer._kl_unresolved = max(0, trainer._kl_unresolved - 1)
+    gathered_rows = trainer.accelerator.gather(rows)
+    rewards = torch.full(
+        (gathered_rows.numel(),), float("nan"), dtype=rewards_local.dtype, device=rows.device
+    )
+    rewards[gathered_rows] = trainer.accelerator.gather(rewards_local)
+    inputs["advantages"] = _reward_advantages(
+        trainer,
+        trainer._kl_config,
+        policy,
+        inputs["ref_per_token_logps"],
+        _loss_mask(inputs),
+        rewards,
+        rows,
+    )
+
+
 def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any) -> Any:
-    """``_generate_and_score_completions`` with the reward-side penalty before the baseline."""
+    """``_generate_and_score_completions`` with the reward-side penalty before the baseline
+    (or, when the penalty can come from the loss forward, the batch marked for it)."""
     config: KLConfig = trainer._kl_config
-    if not config.has_reward and not trainer._kl_full_monitor:
-        return call(inputs)
     out, calls, rewards_per_func = _run_capturing(trainer, call, inputs)
     if trainer._kl_full_monitor:
         _log_full_kl(trainer, calls, _loss_mask(out))
@@ -334,29 +545,40 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
             "the KL config needs them"
         )
     mask = _loss_mask(out)
-    policy = None if offpolicy.active(config) else out.get("old_per_token_logps")
-    if offpolicy.active(config):  # the reward side runs at loss time (offpolicy.py)
-        penalty_local = offpolicy.no_penalty(mask)
-    else:
-        if policy is None:
-            policy = _policy_logps_again(trainer, calls)
-        penalty_local = _log_reward_side(trainer, config, policy, ref, mask)
-    penalty = trainer.accelerator.gather(penalty_local)
-    num_generations = (
-        trainer.num_generations if _mode(trainer) == "train" else trainer.num_generations_eval
-    )
     rewards = summed_rewards(rewards_per_func, trainer.reward_weights)
-    advantages, scale = grpo_advantages(rewards, penalty, num_generations, trainer.scale_rewards)
-    _relog_advantages(trainer, advantages)
     local = _local_slice(trainer, out["completion_ids"].size(0))
-    advantages, scale = advantages[local], scale[local]
-    if config.reward_shape == "reward_to_go" and policy is not None:
-        to_go = reward_penalty(policy, ref, mask, config)
-        # token t: reward minus the KL of tokens t..T, same (sequence-level) baseline and scale
-        advantages = advantages.unsqueeze(1) + (
-            penalty_local.unsqueeze(1) - to_go
-        ) / scale.unsqueeze(1)
-    out["advantages"] = advantages
+    rows = torch.arange(rewards.numel(), device=rewards.device)[local]
+    if offpolicy.active(config):  # the reward side runs at loss time (offpolicy.py)
+        penalty = trainer.accelerator.gather(offpolicy.no_penalty(mask))
+        advantages, _ = grpo_advantages(
+            rewards, penalty, _num_generations(trainer), trainer.scale_rewards
+        )
+        _relog_advantages(trainer, advantages)
+        out["advantages"] = advantages[local]
+        return out
+    policy = out.get("old_per_token_logps")
+    source = "old_per_token_logps"
+    reason = None if policy is not None else _no_defer_reason(trainer)
+    if policy is None and reason is None:
+        out[DEFER_ROWS] = rows
+        out[DEFER_REWARDS] = rewards[local]
+        trainer._kl_unresolved += 1
+        trainer._kl_sources["loss_forward"] += 1
+        return out
+    if policy is None:
+        policy = _sampler_logps(trainer, out, mask)
+        source = "sampling_per_token_logps"
+    if policy is None:
+        _say_once(
+            trainer,
+            f"extra:{reason}",
+            f"one extra no-grad policy forward per generation batch for the reward penalty: "
+            f"{reason}",
+        )
+        policy = _policy_logps_again(trainer, calls)
+        source = "extra_forward"
+    trainer._kl_sources[source] += 1
+    out["advantages"] = _reward_advantages(trainer, config, policy, ref, mask, rewards, rows)
     return out
 
 
@@ -385,17 +607,28 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     """``_compute_loss`` without TRL's k3 term, plus the KL config's loss-side term."""
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
-    if not needs_reference(config):
-        return call(model, inputs)
+    deferred = DEFER_ROWS in inputs
     saved_beta = trainer.beta
-    trainer.beta = 0.0
+    if needs_reference(config):
+        trainer.beta = 0.0
     trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None
+    trainer._kl_defer = inputs if deferred else None
+    trainer._kl_phase = "loss"
     try:
         loss = call(model, inputs)
     finally:
         trainer.beta = saved_beta
         calls = trainer._kl_capture
         trainer._kl_capture = None
+        trainer._kl_phase = None
+        unresolved = trainer._kl_defer is not None
+        trainer._kl_defer = None
+    if deferred and unresolved:
+        raise RuntimeError(
+            _NOT_TAKEN.format(
+                hook="_get_per_token_logps_and_entropies", where="the loss (deferred penalty)"
+            )
+        )
     if not config.has_loss and not offpolicy.active(config):
         return loss
     if not calls:
@@ -424,9 +657,9 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
 def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any) -> Any:
     """``_generate_and_score_completions`` with the KL config's penalty replacing TRL's k1."""
     config: KLConfig = trainer._kl_config
-    if not needs_reference(config):
-        return call(inputs)
     out, calls, rewards_per_func = _run_capturing(trainer, call, inputs)
+    if not needs_reference(config):
+        return out
     if rewards_per_func is None or len(calls) != 2:
         raise RuntimeError(
             _NOT_TAKEN.format(hook="_calculate_rewards/_get_per_token_logps", where="scoring")
@@ -465,14 +698,16 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     not pre-scaled for gradient accumulation, so neither is the term)."""
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
-    if not config.has_loss and not offpolicy.active(config):
-        return call(model, inputs)
-    trainer._kl_capture = []
+    trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None
+    trainer._kl_phase = "loss"
     try:
         loss = call(model, inputs)
     finally:
         calls = trainer._kl_capture
         trainer._kl_capture = None
+        trainer._kl_phase = None
+    if not config.has_loss and not offpolicy.active(config):
+        return loss
     if not calls:
         raise RuntimeError(
             _NOT_TAKEN.format(hook="_get_per_token_logps_and_entropies", where="the loss")

@@ -62,13 +62,14 @@ TARGETS: dict[Target, str] = {
 """Each wrapped function (propagated to every importer) -> its wrapper's name here."""
 
 PENALTY_KEY = "kl_patches_penalty"
-"""Batch field carrying the sequence penalty from apply_kl_penalty to compute_advantage."""
+"""Batch field carrying the sequence penalty ``[B]`` from apply_kl_penalty to
+compute_advantage (KL outside GRPO's std), which places it on each row's last token."""
 
 REGISTRY = PatchRegistry("verl", f"kl_patches supports verl {SUPPORT.supported}")
 """The originals and wrappers of the patched verl functions."""
 
 _ACTIVE: PatchSpec | None = None
-_NATIVE_ACTOR_CONFIGS: dict[int, tuple[Any, Any]] = {}
+_NATIVE_ACTOR_CONFIGS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
 
 class PatchNotActiveError(RuntimeError):
@@ -174,7 +175,11 @@ def _original(module_name: str, attr: str) -> Any:
 def _apply_kl_penalty(
     data: Any, kl_ctrl: Any, kl_penalty: str = "kl"
 ) -> tuple[Any, dict[str, Any]]:
-    """verl's ``apply_kl_penalty`` with the core's penalty for the marker estimator."""
+    """verl's ``apply_kl_penalty`` with the core's penalty for the marker estimator.
+
+    Each core quantity is computed once: the per-token terms (token granularity) or the
+    sequence estimate, from which the penalty and both monitors follow.
+    """
     if kl_penalty != MARKER:
         return _original("verl.trainer.ppo.ray_trainer", "apply_kl_penalty")(
             data, kl_ctrl, kl_penalty
@@ -188,20 +193,28 @@ def _apply_kl_penalty(
             "reward side; set algorithm.use_kl_in_reward=False"
         )
     mask = data.batch["response_mask"]
-    old, ref = data.batch["old_log_probs"], data.batch["ref_log_prob"]
+    valid = mask.bool()  # the core's mask != 0, converted once (and .bool() is faster on CPU)
+    old, ref = data.batch["old_log_probs"].detach(), data.batch["ref_log_prob"].detach()
     scores = data.batch["token_level_scores"]
-    if cfg.granularity == "token" and not spec.kl_outside_std:
-        per_token = cfg.coef * core.kl_terms(old.detach(), ref.detach(), mask, cfg)
-        data.batch["token_level_rewards"] = scores - per_token
+    if cfg.granularity == "token":
+        terms = core.kl_terms(old, ref, valid, cfg)
+        seq_kl = terms.sum(-1)  # core.sequence_kl at token granularity
     else:
-        penalty = core.on_last_token(core.reward_penalty(old, ref, mask, cfg), mask)
-        if spec.kl_outside_std:
-            data.batch[PENALTY_KEY] = penalty
+        seq_kl = core.sequence_kl(old, ref, valid, cfg)
+    if cfg.granularity == "token" and not spec.kl_outside_std:
+        data.batch["token_level_rewards"] = scores - cfg.coef * terms
+    else:
+        if cfg.reward_shape == "sequence" and cfg.importance_weighting != "sequence":
+            sequence_penalty = cfg.coef * seq_kl  # core.reward_penalty for this config
+        else:
+            sequence_penalty = core.reward_penalty(old, ref, valid, cfg)
+        if spec.kl_outside_std:  # placed on the last token by compute_advantage
+            data.batch[PENALTY_KEY] = sequence_penalty
             data.batch["token_level_rewards"] = scores
         else:
-            data.batch["token_level_rewards"] = scores - penalty
-    seq_kl = core.sequence_kl(old.detach(), ref.detach(), mask, cfg)
-    per_token_kl = core.per_token_kl(old, ref, mask, cfg).mean().item()
+            data.batch["token_level_rewards"] = _minus_on_last_token(scores, sequence_penalty, mask)
+    # core.per_token_kl: each row's estimate over its length
+    per_token_kl = (seq_kl / _float_mask(mask).sum(-1).clamp(min=1)).mean().item()
     kl_ctrl.update(current_kl=per_token_kl, n_steps=data.batch.batch_size[0])
     metrics = {
         "actor/reward_kl_penalty": per_token_kl,
@@ -210,6 +223,82 @@ def _apply_kl_penalty(
         "kl_patches/active": 1.0,
     }
     return data, metrics
+
+
+def _float_mask(mask: torch.Tensor) -> torch.Tensor:
+    """The 0/1 ``mask`` as float32 (or float64); no copy when it already is one."""
+    return mask if mask.dtype in (torch.float32, torch.float64) else mask.to(torch.float32)
+
+
+def _last_positions(
+    mask: torch.Tensor, buffer: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(index ``[B, 1]`` of each row's last valid position, ``[B, 1]`` whether the row has
+    one) for a 0/1 ``mask``, from the largest of (position + 1) * mask (exact in float32 below
+    2**24 positions; ``amax``, as ``argmax`` is 10x slower on CPU); 0 on a row without. The
+    product is written into ``buffer`` when given (a ``[B, T]`` tensor of the mask's float
+    dtype the caller overwrites next: one fresh ``[B, T]`` allocation fewer)."""
+    weights = _float_mask(mask)
+    positions = torch.arange(1, mask.shape[-1] + 1, dtype=weights.dtype, device=mask.device)
+    product = (
+        torch.mul(weights, positions, out=buffer) if buffer is not None else weights * positions
+    )
+    top = product.amax(-1, keepdim=True)
+    return (top.long() - 1).clamp_(min=0), top > 0
+
+
+def _check_row_values(values: torch.Tensor, mask: torch.Tensor) -> None:
+    if values.dim() != 1 or values.shape[0] != mask.shape[0]:
+        raise ValueError(f"values must be [B] = [{mask.shape[0]}]; got shape {tuple(values.shape)}")
+
+
+def _minus_on_last_token(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """``rewards - core.on_last_token(values, mask)`` (a new tensor, bit for bit the same: a
+    copy of ``rewards`` with ``-values`` added at each row's last valid token, since
+    a - b == a + (-b) and x + (-0.0) == x in IEEE arithmetic), without building the placed
+    ``[B, T]`` tensor and subtracting it: one ``[B, T]`` allocation (fresh pages cost more
+    than the arithmetic on CPU), which first holds the last-position search."""
+    _check_row_values(values, mask)
+    dtype = torch.promote_types(rewards.dtype, values.dtype)
+    out = torch.empty(rewards.shape, dtype=dtype, device=rewards.device)
+    same = out.dtype == _float_mask(mask).dtype and out.device == mask.device
+    index, has = _last_positions(mask, out if same else None)
+    out.copy_(rewards)
+    minus = values.to(device=out.device, dtype=dtype).neg().unsqueeze(-1)
+    return out.scatter_add_(1, index.to(out.device), torch.where(has.to(out.device), minus, -0.0))
+
+
+def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Tensor:
+    """``values`` ``[B]`` minus the mean of its group (``index``: verl's ``uid`` per row).
+
+    verl's GRPO advantage without the std (``compute_grpo_outcome_advantage(...,
+    norm_adv_by_std_in_grpo=False)`` on a reward that sits on one token), vectorised: a group
+    of one keeps its value, as in verl. When the rows come in contiguous blocks of ``group``
+    (verl repeats each prompt ``rollout.n`` times in a row) with a distinct uid per block, the
+    means are one reduction over a ``[B / group, group]`` view; otherwise the groups are found
+    from the uids.
+    """
+    import numpy as np  # verl's dependency (its uids are a numpy array)
+
+    keys = index.tolist() if isinstance(index, np.ndarray) else list(index)
+    n = len(keys)
+    if group > 1 and n % group == 0 and n == values.shape[0]:
+        # a Python pass over B strings: faster here than numpy's object-array comparison
+        distinct = len(set(keys[::group])) == n // group
+        if distinct and all(keys[i] == keys[i - i % group] for i in range(n)):
+            rows = values.view(-1, group)
+            return (rows - rows.mean(1, keepdim=True)).view(-1)
+    ids: dict[Any, int] = {}
+    inverse = torch.tensor(
+        [ids.setdefault(key, len(ids)) for key in keys], device=values.device, dtype=torch.long
+    )
+    counts = torch.bincount(inverse, minlength=len(ids))
+    sums = torch.zeros(len(ids), dtype=values.dtype, device=values.device)
+    sums.index_add_(0, inverse, values)
+    means = torch.where(counts > 1, sums / counts.to(values.dtype), torch.zeros_like(sums))
+    return values - means[inverse]
 
 
 def _compute_advantage(
@@ -221,7 +310,11 @@ def _compute_advantage(
     norm_adv_by_std_in_grpo: bool = True,
     config: Any = None,
 ) -> Any:
-    """verl's ``compute_advantage``; with ``kl_outside_std`` the KL skips GRPO's 1/std."""
+    """verl's ``compute_advantage``; with ``kl_outside_std`` the KL skips GRPO's 1/std.
+
+    verl's estimator runs once, on the task score; the penalty's group-centred part is added
+    after it (:func:`_group_centred`), not through a second run of verl's per-row loop.
+    """
     original = _original("verl.trainer.ppo.ray_trainer", "compute_advantage")
     kwargs = {
         "gamma": gamma,
@@ -232,37 +325,81 @@ def _compute_advantage(
     }
     if PENALTY_KEY not in data.batch.keys():  # noqa: SIM118 - TensorDict membership
         return original(data, adv_estimator, **kwargs)
-    penalty = data.batch.pop(PENALTY_KEY)
+    penalty = data.batch.pop(PENALTY_KEY)  # [B]: the sequence penalty
+    mask = data.batch["response_mask"]
     if str(getattr(adv_estimator, "value", adv_estimator)) != "grpo" or not norm_adv_by_std_in_grpo:
-        data.batch["token_level_rewards"] = data.batch["token_level_rewards"] - penalty
+        rewards = data.batch["token_level_rewards"]
+        data.batch["token_level_rewards"] = _minus_on_last_token(rewards, penalty, mask)
         return original(data, adv_estimator, **kwargs)
-    from verl.trainer.ppo import core_algos
-
     data = original(data, adv_estimator, **kwargs)
-    kl_adv, _ = core_algos.compute_grpo_outcome_advantage(
-        token_level_rewards=-penalty,
-        response_mask=data.batch["response_mask"],
-        index=data.non_tensor_batch["uid"],
-        norm_adv_by_std_in_grpo=False,
-    )
-    data.batch["advantages"] = data.batch["advantages"] + kl_adv
-    data.batch["returns"] = data.batch["returns"] + kl_adv
-    data.batch["token_level_rewards"] = data.batch["token_level_rewards"] - penalty
+    uid = data.non_tensor_batch["uid"]
+    centred = _group_centred(-penalty, uid, int(num_repeat)).unsqueeze(-1)
+    # in place: verl's GRPO has just made these tensors (no one else holds them) and returns one
+    # tensor as both advantages and returns: one pass, no fresh [B, T] buffer
+    advantages, returns = data.batch["advantages"], data.batch["returns"]
+    advantages.addcmul_(centred, mask)
+    if returns is not advantages:
+        returns.addcmul_(centred, mask)
+    rewards = data.batch["token_level_rewards"]
+    data.batch["token_level_rewards"] = _minus_on_last_token(rewards, penalty, mask)
     return data
 
 
 # ----------------------------------------------------------------------------- loss side
-def _native_actor_config(config: Any) -> Any:
-    """The same verl actor config with ``use_kl_loss=False`` (cached; configs are frozen)."""
-    hit = _NATIVE_ACTOR_CONFIGS.get(id(config))
+CAPTURE_LOSS_MODE = "kl_patches_capture"
+"""Policy-loss name registered in verl's ``POLICY_LOSS_REGISTRY`` only while a marker
+``ppo_loss`` runs: it records the padded log-probs verl hands its policy loss, then runs the
+configured policy loss. The KL term reuses them, so the log-probs are re-padded once (by verl)."""
+
+_CAPTURED: list[dict[str, Any]] = []
+"""Per running marker ``ppo_loss`` call (a stack): the real loss mode, then the captured tensors."""
+
+
+def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
+    """The policy loss under :data:`CAPTURE_LOSS_MODE`: record, then run the real one."""
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+
+    if args or not _CAPTURED or "log_prob" not in kwargs:
+        raise RuntimeError(
+            f"kl_patches.verl: policy loss {CAPTURE_LOSS_MODE!r} called outside the patch's "
+            "ppo_loss, or without keyword arguments; verl's ppo_loss differs from the supported "
+            f"version ({SUPPORT.supported})"
+        )
+    slot = _CAPTURED[-1]
+    slot["log_prob"] = kwargs["log_prob"]
+    slot["response_mask"] = kwargs["response_mask"]
+    slot["old_log_prob"] = kwargs["old_log_prob"]
+    return get_policy_loss_fn(slot["loss_mode"])(**kwargs)
+
+
+def _native_actor_config(config: Any, capture: bool = True) -> Any:
+    """The same verl actor config with ``use_kl_loss=False`` and, with ``capture``, the
+    capturing policy loss (cached; configs are frozen)."""
+    key = (id(config), capture)
+    hit = _NATIVE_ACTOR_CONFIGS.get(key)
     if hit is None or hit[0] is not config:
-        hit = (config, dataclasses.replace(config, use_kl_loss=False))
-        _NATIVE_ACTOR_CONFIGS[id(config)] = hit
+        if not capture:
+            hit = (config, dataclasses.replace(config, use_kl_loss=False))
+            _NATIVE_ACTOR_CONFIGS[key] = hit
+            return hit[1]
+        policy = config.policy_loss
+        if not dataclasses.is_dataclass(policy) or isinstance(policy, type):
+            raise TypeError(
+                f"kl_patches.verl: actor config policy_loss is {type(policy).__name__}, expected "
+                "verl's PolicyLossConfig dataclass"
+            )
+        replaced = dataclasses.replace(policy, loss_mode=CAPTURE_LOSS_MODE)
+        hit = (config, dataclasses.replace(config, use_kl_loss=False, policy_loss=replaced))
+        _NATIVE_ACTOR_CONFIGS[key] = hit
     return hit[1]
 
 
 def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> tuple[Any, Any]:
-    """verl's ``ppo_loss``; for the marker estimator the KL term is ``core.loss_term``."""
+    """verl's ``ppo_loss``; for the marker estimator the KL term is ``core.loss_term``.
+
+    verl's loss runs without its KL; the padded log-probs, mask and behaviour log-probs it
+    computed are captured from its policy-loss call (:data:`CAPTURE_LOSS_MODE`) and reused.
+    """
     original = _original("verl.workers.utils.losses", "ppo_loss")
     if not (config.use_kl_loss and config.kl_loss_type == MARKER):
         return original(config, model_output, data, dp_group=dp_group)
@@ -270,11 +407,16 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
     cfg = spec.config
     if offpolicy.active(cfg):  # the reward side at loss time (offpolicy.py)
         loss, metrics = original(
-            _native_actor_config(config), model_output, data, dp_group=dp_group
+            _native_actor_config(config, capture=False), model_output, data, dp_group=dp_group
         )
-        return offpolicy.ppo_loss(
-            loss, metrics, config, model_output, data, cfg, _aggregated_loss_term
-        )
+
+        def loss_side(
+            log_prob: torch.Tensor, batch: Any, mask: torch.Tensor, c: KLConfig, d: Any
+        ) -> torch.Tensor:
+            ref, old = batch["ref_log_prob"], batch["old_log_probs"]
+            return _aggregated_loss_term(log_prob, ref, old, mask, c, d)
+
+        return offpolicy.ppo_loss(loss, metrics, config, model_output, data, cfg, loss_side)
     if not cfg.has_loss:
         raise ValueError(
             f"actor.kl_loss_type={MARKER!r} but the kl-patches config {cfg} has no loss side; "
@@ -287,14 +429,36 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
             f"actor.kl_loss_coef={config.kl_loss_coef} differs from the kl-patches loss "
             f"coefficient {cfg.loss_coef_value}; use the overrides from to_overrides()"
         )
-    loss, metrics = original(_native_actor_config(config), model_output, data, dp_group=dp_group)
+    if "ref_log_prob" not in data:
+        raise KeyError(
+            f"kl_patches.verl: actor.kl_loss_type={MARKER!r} needs ref_log_prob in the batch "
+            "(the reference model is not enabled?)"
+        )
+    from verl.trainer.ppo import core_algos
     from verl.utils.metric import Metric
-    from verl.workers.utils.padding import no_padding_2_padding
 
-    log_prob = no_padding_2_padding(model_output["log_probs"], data)
-    batch = data.select("response_mask", "old_log_probs", "ref_log_prob").to_padded_tensor()
-    mask = batch["response_mask"].bool()
-    kl_loss = _aggregated_loss_term(log_prob, batch, mask, cfg, data)
+    registry = core_algos.POLICY_LOSS_REGISTRY
+    previous = registry.get(CAPTURE_LOSS_MODE)
+    registry[CAPTURE_LOSS_MODE] = _capturing_policy_loss
+    _CAPTURED.append({"loss_mode": config.policy_loss.get("loss_mode", "vanilla")})
+    try:
+        loss, metrics = original(
+            _native_actor_config(config), model_output, data, dp_group=dp_group
+        )
+    finally:
+        slot = _CAPTURED.pop()
+        if previous is None:
+            registry.pop(CAPTURE_LOSS_MODE, None)
+        else:
+            registry[CAPTURE_LOSS_MODE] = previous
+    if "log_prob" not in slot:
+        raise RuntimeError(
+            "kl_patches.verl: verl's ppo_loss did not call its policy loss, so the KL term "
+            f"has no log-probs; verl differs from the supported version ({SUPPORT.supported})"
+        )
+    log_prob, mask = slot["log_prob"], slot["response_mask"].bool()
+    ref = data.select("ref_log_prob").to_padded_tensor()["ref_log_prob"]
+    kl_loss = _aggregated_loss_term(log_prob, ref, slot["old_log_prob"], mask, cfg, data)
     aggregation = metrics["actor/pg_loss"].aggregation
     metrics["kl_loss"] = Metric(
         value=kl_loss.detach() / cfg.loss_coef_value, aggregation=aggregation
@@ -305,7 +469,12 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
 
 
 def _aggregated_loss_term(
-    log_prob: torch.Tensor, batch: Any, mask: torch.Tensor, cfg: KLConfig, data: Any
+    log_prob: torch.Tensor,
+    ref: torch.Tensor,
+    old: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: KLConfig,
+    data: Any,
 ) -> torch.Tensor:
     """``core.loss_term`` normalised by verl's global counts (dp size, tokens, sequences)."""
     dp_size = int(_get(data, "dp_size", 1) or 1)
@@ -313,10 +482,10 @@ def _aggregated_loss_term(
     sequences = _get(data, "global_batch_size", None)
     return core.loss_term(
         log_prob,
-        batch["ref_log_prob"],
+        ref,
         mask,
         cfg,
-        old_logp=batch["old_log_probs"],
+        old_logp=old,
         normalizer=None if tokens is None else float(tokens) / dp_size,
         num_sequences=None if sequences is None else float(sequences) / dp_size,
     )

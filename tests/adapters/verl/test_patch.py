@@ -257,3 +257,135 @@ def test_patched_path_matches_verl_where_verl_expresses_it(estimator: str) -> No
             patched_loss, patched_grad = loss, grad(loss, r.logp)
     torch.testing.assert_close(patched_loss, loss, **TOL)
     torch.testing.assert_close(patched_grad, grad(loss, r.logp), **TOL)
+
+
+# ----------------------------------------------------------------------------- overhead rewrites
+def _ragged_masks() -> list[torch.Tensor]:
+    """A float mask with a hole (multi-turn), an empty row and a full row; bool and int copies."""
+    mask = torch.tensor(
+        [[1, 1, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1], [1, 0, 0, 0, 0, 0]],
+        dtype=torch.float32,
+    )
+    return [mask, mask.bool(), mask.long(), mask.double()]
+
+
+@pytest.mark.parametrize("which", range(4), ids=["float", "bool", "long", "double"])
+def test_last_token_subtraction_equals_core_placement(which: int) -> None:
+    mask = _ragged_masks()[which]
+    values = torch.tensor([0.5, float("nan"), -2.0, 3.0])  # NaN on the row with no valid token
+    rewards = torch.randn(mask.shape, generator=torch.Generator().manual_seed(20))
+    rewards[1, 0] = 0.0  # an empty row's first slot: +0.0 must stay +0.0
+    rewards[3, 2] = float("nan")  # a NaN reward elsewhere stays where it is
+    ours = patch._minus_on_last_token(rewards, values, mask)
+    theirs = rewards - core.on_last_token(values, mask)
+    assert torch.equal(ours.isnan(), theirs.isnan())
+    assert torch.equal(ours.nan_to_num(), theirs.nan_to_num())  # bit for bit, NaNs aside
+    assert not torch.signbit(ours[1, 0])
+    assert ours[0, 3] == rewards[0, 3] - 0.5 and ours[2, 5] == rewards[2, 5] + 2.0  # could fail
+    assert ours[3, 0] == rewards[3, 0] - 3.0 and torch.equal(ours[1], rewards[1])
+    assert ours.data_ptr() != rewards.data_ptr()  # a new tensor: verl's scores stay as they are
+    with pytest.raises(ValueError, match="values must be"):
+        patch._minus_on_last_token(rewards, values[:2], mask)
+
+
+def test_group_centring_equals_verl_grpo_without_std() -> None:
+    """Uneven, interleaved groups and a group of one: verl's own loop is the reference."""
+    import numpy as np
+
+    g = torch.Generator().manual_seed(21)
+    values = torch.randn(9, generator=g)
+    uid = np.array(["a", "b", "a", "c", "b", "a", "b", "d", "a"], dtype=object)
+    mask = torch.ones(9, 3)
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=last_token(values, mask.bool()),
+        response_mask=mask,
+        index=uid,
+        norm_adv_by_std_in_grpo=False,
+    )
+    ours = patch._group_centred(values, uid)
+    torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
+    assert ours[7] == values[7]  # "d" is alone: verl leaves its value (mean 0)
+    assert abs(float(ours[[0, 2, 5, 8]].sum())) < 1e-6  # "a" is centred
+
+
+@pytest.mark.parametrize(
+    "uid",
+    [
+        ["a", "a", "a", "b", "b", "b", "c", "c", "c"],  # contiguous blocks: the reshaped means
+        ["a", "a", "a", "b", "b", "b", "a", "a", "a"],  # "a" in two blocks: one group of 6
+        ["a", "a", "b", "b", "b", "b", "c", "c", "c"],  # uneven blocks
+    ],
+    ids=["blocks", "split-group", "uneven"],
+)
+def test_group_centring_with_block_hint_equals_verl(uid: list[str]) -> None:
+    """The block fast path (group=3) only where it is verl's grouping; verl's loop decides."""
+    import numpy as np
+
+    values = torch.randn(9, generator=torch.Generator().manual_seed(23))
+    index = np.array(uid, dtype=object)
+    mask = torch.ones(9, 2)
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(
+        token_level_rewards=last_token(values, mask.bool()),
+        response_mask=mask,
+        index=index,
+        norm_adv_by_std_in_grpo=False,
+    )
+    for hint in (0, 3):
+        ours = patch._group_centred(values, index, hint)
+        torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
+    if uid[6] == "a":  # could fail: the split group is centred on all six of its rows
+        assert abs(float(patch._group_centred(values, index, 3)[[0, 1, 2, 6, 7, 8]].sum())) < 1e-6
+
+
+def test_marker_ppo_loss_pads_the_log_probs_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl re-pads the flat log-probs once; the KL term reuses them (no second pass)."""
+    from verl.workers.utils import padding
+
+    calls: list[int] = []
+    real = padding.no_padding_2_padding
+
+    def counting(tensor, data):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(tensor, data)
+
+    monkeypatch.setattr(padding, "no_padding_2_padding", counting)
+    monkeypatch.setattr(losses, "no_padding_2_padding", counting)
+    config = PATCHED[0]
+    kv.apply(config)
+    actor = actor_for(config)
+    r = make_rollout(seed=22)
+    adv = torch.randn(r.mask.shape, generator=torch.Generator().manual_seed(4))
+    loss, metrics = losses.ppo_loss(actor, *ppo_loss_inputs(r, adv))
+    assert metrics["kl_patches/active"] == 1.0 and len(calls) == 1
+    assert patch.CAPTURE_LOSS_MODE not in core_algos.POLICY_LOSS_REGISTRY  # only during a call
+    plain_actor = actor_config(loss_agg_mode=actor.loss_agg_mode)
+    plain, _ = losses.ppo_loss(plain_actor, *ppo_loss_inputs(r, adv))
+    whole = core.loss_term(r.logp, r.ref_logp, r.mask, config, old_logp=r.old_logp)
+    torch.testing.assert_close(loss - plain, whole, **TOL)
+
+
+def test_capture_policy_loss_refuses_calls_outside_the_patch() -> None:
+    with pytest.raises(RuntimeError, match="outside the patch"):
+        patch._capturing_policy_loss(log_prob=torch.zeros(1))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        KLConfig(estimator="k3", placement="reward", coef=0.1),
+        KLConfig(estimator="k2", placement="reward", coef=0.1, granularity="sequence"),
+    ],
+    ids=str,
+)
+def test_reward_metrics_are_the_core_monitors(config: KLConfig) -> None:
+    r = make_rollout(seed=23)
+    kv.apply(config)
+    _, metrics = ray_trainer.apply_kl_penalty(
+        to_dataproto(r), core_algos.FixedKLController(config.coef), versions.MARKER
+    )
+    mask = r.mask.float()
+    per_token = core.per_token_kl(r.old_logp, r.ref_logp, mask, config).mean().item()
+    sequence = core.sequence_kl(r.old_logp, r.ref_logp, mask, config).mean().item()
+    assert metrics["actor/reward_kl_penalty"] == pytest.approx(per_token, rel=1e-6, abs=1e-9)
+    assert metrics["kl_patches/reward_sequence_kl"] == pytest.approx(sequence, rel=1e-6, abs=1e-9)
+    assert abs(sequence) > 1e-3  # the monitors are not trivially zero
