@@ -1,14 +1,26 @@
 """What kl-patches knows about TRL itself: the tested versions, the defaults, the loss types.
 
 Nothing here imports TRL, so the reader (and the audit) work without TRL installed. The numbers
-are those of TRL 1.16.0 (``GRPOConfig``/``RLOOConfig`` defaults checked by instantiation).
+are those of TRL 1.16.0 (``GRPOConfig``/``RLOOConfig`` defaults checked by instantiation);
+:func:`defaults_at` gives them for any 1.x release, from the patch-surface data in
+:mod:`.compat`.
+
+The patch runs on every TRL 1.x release from 1.0.0 to 1.16.x (:data:`SUPPORT`): the compat
+matrix (:data:`COMPAT_MATRIX`: the oldest, every release where something the adapter touches
+changed, the newest) is tested in ``nox -s compat``; 1.15.0 cannot train on a CPU
+(:data:`CPU_UNTESTABLE`) and is covered there by its behaviour canaries only. A newer release is
+patched when every canary passes (one warning).
 """
 
 from __future__ import annotations
 
 from kl_patches.adapters.support import FORCE_ENV, VersionSupport
 
+from . import compat
+
 __all__ = [
+    "COMPAT_MATRIX",
+    "CPU_UNTESTABLE",
     "FORCE_ENV",
     "GLOBAL_TOKEN_COUNT_LOSS_TYPES",
     "GRPO_DEFAULTS",
@@ -18,17 +30,34 @@ __all__ = [
     "TESTED_BELOW",
     "TESTED_MIN",
     "check_version",
+    "defaults_at",
 ]
+
+CPU_UNTESTABLE: dict[str, str] = {
+    "1.15.0": "its log-probs go only through trl.kernels' Triton kernels (no CPU fallback until "
+    "1.16.0), so nothing can be trained on a CPU; the canaries, which replace the model forward, "
+    "run",
+}
+"""TRL releases the CPU compat session cannot train, with the reason (they need a GPU job)."""
+
+COMPAT_MATRIX: tuple[str, ...] = tuple(
+    v
+    for v in (compat.RELEASES_1X[0], *(r for r, _ in compat.CHANGE_POINTS), compat.RELEASES_1X[-1])
+    if v not in CPU_UNTESTABLE
+)
+"""The releases ``nox -s compat`` tests: 1.0.0, each change point of :data:`.compat.CHANGE_POINTS`
+(every release between two of them has the surface of the earlier one), 1.16.0; minus
+:data:`CPU_UNTESTABLE`."""
 
 SUPPORT = VersionSupport(
     library="trl",
-    supported=">=1.16.0,<1.17.0",
-    tested=("1.16.0",),
+    supported=">=1.0.0,<1.17.0",
+    tested=COMPAT_MATRIX,
     legacy_force_env="KL_PATCHES_TRL_FORCE",
 )
 """The TRL releases the patch accepts (the version guard; ``KL_PATCHES_FORCE=1`` overrides)."""
 
-TESTED_MIN = (1, 16, 0)
+TESTED_MIN = (1, 0, 0)
 """Oldest TRL release the adapter is tested against (inclusive); see :data:`SUPPORT`."""
 
 TESTED_BELOW = (1, 17, 0)
@@ -83,6 +112,20 @@ sum whose coefficient is ``beta / max_completion_length``."""
 GLOBAL_TOKEN_COUNT_LOSS_TYPES = ("dapo", "cispo", "vespo")
 """Loss types whose token mean divides by the token count of the whole accumulation window
 (``num_items_in_batch``) rather than the micro-batch's own count."""
+
+
+def defaults_at(kind: str, version: str) -> dict[str, object]:
+    """:data:`GRPO_DEFAULTS` or :data:`RLOO_DEFAULTS` (``kind`` ``"GRPO"``/``"RLOO"``) as TRL
+    ``version`` (1.x) has them: the ``grpo.config.*``/``rloo.config.*`` rows of
+    :data:`.compat.SURFACE` over the 1.16.0 values (which a test ties together)."""
+    if kind not in ("GRPO", "RLOO"):
+        raise ValueError(f"kind={kind!r} is not valid; choose one of ['GRPO', 'RLOO']")
+    base = dict(GRPO_DEFAULTS if kind == "GRPO" else RLOO_DEFAULTS)
+    prefix = f"{kind.lower()}.config."
+    for key, value in compat.SURFACE.at(version).items():
+        if key.startswith(prefix) and key[len(prefix) :] in base:
+            base[key[len(prefix) :]] = value
+    return base
 
 
 def check_version(version: str, force: bool = False) -> None:
