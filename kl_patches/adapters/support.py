@@ -162,19 +162,21 @@ class VersionSupport:
         pip command that installs a supported one, and the force variable. Forced, every
         refusal becomes a warning.
         """
-        found = self.gate(version, force=force)
-        return self.verify(found, force=force, canaries=canaries)
+        forced = self.forced(force)  # once: a deprecated variable warns once
+        found = self.gate(version, force=forced)
+        return self.verify(found, force=forced, canaries=canaries)
 
     def gate(self, version: str | None = None, *, force: bool = False) -> str:
         """The version, unless it is below the range, a pre-release, unparsable or missing
         (:class:`UnsupportedVersionError`; forced, a version that exists passes)."""
+        forced = self.forced(force)
         found = self.installed() if version is None else str(version)
         if found is None:
             raise UnsupportedVersionError(
                 f"kl_patches.{self.library}: {self.library} is not installed; "
                 f"pip install '{self.library}{self.supported}'"
             )
-        if self.position(found) in ("inside", "above") or self.forced(force):
+        if self.position(found) in ("inside", "above") or forced:
             return found
         raise UnsupportedVersionError(
             f"kl_patches.{self.library} supports {self.describe()}, but {self.library} {found} is "

@@ -90,7 +90,7 @@ def guard(force: bool = False) -> str:
     import trl
 
     forced = SUPPORT.forced(force)
-    version = SUPPORT.gate(trl.__version__, force=force)
+    version = SUPPORT.gate(trl.__version__, force=forced)
     foreign.check_classes(HOOKED, force=forced)
     for cls in TRAINERS.values():
         missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
@@ -102,7 +102,7 @@ def guard(force: bool = False) -> str:
     REGISTRY.check_signatures(
         {t: signatures(t) for items in targets().values() for t in items}, force=forced
     )
-    return SUPPORT.verify(version, force=force, canaries=canaries.canaries())
+    return SUPPORT.verify(version, force=forced, canaries=canaries.canaries())
 
 
 def _active(trainer: Any) -> bool:
