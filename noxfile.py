@@ -7,11 +7,12 @@ multi-GB CUDA build). Reuse environments locally with ``nox -R`` (or ``-r``).
 
 from __future__ import annotations
 
+import json
 import os
 
 import nox
 
-nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat"]
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
@@ -126,6 +127,34 @@ def openrlhf(session: nox.Session) -> None:
     session.install(*OPENRLHF_CPU_DEPS, "pytest>=8")
     session.install("--no-deps", "-e", ".")
     _pytest(session, _tests("openrlhf"))
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def compat(session: nox.Session, library: str) -> None:
+    """Each adapter's regression and equivalence tests against every release of its compat
+    matrix (the oldest, each release where something the adapter touches changed, the newest).
+
+    One venv per library: the plan (``kl_patches.adapters.<library>.versions.COMPAT_PLAN``) gives
+    the dependencies, then each release is installed in place (``pip install --no-deps`` of the
+    library, plus the pins a release needs) and its tests run; tests whose 1.16-era assertion
+    does not hold on an older release because the library differs there are deselected for it
+    (the compat tests assert those differences).
+    """
+    session.install(TORCH)
+    session.install("--no-deps", "-e", ".")
+    module = f"kl_patches.adapters.{library}.versions"
+    code = f"from {module} import COMPAT_PLAN; print(COMPAT_PLAN.to_json())"
+    plan = json.loads(session.run("python", "-c", code, silent=True).strip().splitlines()[-1])
+    env = dict(plan["install_env"])
+    session.install(*plan["base"], env=env)
+    for step in plan["steps"]:
+        session.log(f"{library} {step['version']}: {step['reason']}")
+        for command in step["install"]:
+            session.install(*command, env=env)
+        deselect = [f"--deselect={test}" for test in step["deselect"]]
+        session.run("pytest", "-q", "-p", "no:cacheprovider", *plan["tests"], *deselect,
+                    *session.posargs, env=ENV)  # fmt: skip
 
 
 LIBRARIES = ("trl", "verl", "openrlhf")

@@ -21,10 +21,11 @@ still work, with a deprecation warning.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Literal
 
@@ -221,3 +222,40 @@ class VersionSupport:
             + f". Install a tested release (pip install '{self.library}{self.supported}') or set "
             f"{FORCE_ENV}=1 to run anyway."
         )
+
+
+@dataclass(frozen=True)
+class CompatStep:
+    """One release of an adapter's compat matrix, as ``nox -s compat`` installs and tests it."""
+
+    version: str
+    """The library release."""
+    install: tuple[tuple[str, ...], ...]
+    """``pip install`` commands (argument lists, run in order) that put this release into the
+    session's venv after the plan's base, e.g. ``(("--no-deps", "trl==1.6.0"),)``."""
+    reason: str
+    """Why the release is in the matrix: the oldest, the newest, or the change point."""
+    deselect: tuple[str, ...] = ()
+    """pytest node ids whose assertion does not hold on this release because the library
+    computes something else there (each asserted as a difference by the compat tests)."""
+
+
+@dataclass(frozen=True)
+class CompatPlan:
+    """How ``nox -s compat`` tests one adapter against every release of its matrix, in one venv
+    that switches the library version in place."""
+
+    library: str
+    """Library name (the session's parameter)."""
+    base: tuple[str, ...]
+    """``pip install`` arguments after torch and before the first step (the dependencies)."""
+    tests: tuple[str, ...]
+    """Test files run against each release (the regression and equivalence tests)."""
+    steps: tuple[CompatStep, ...]
+    """The releases, in the order they are installed."""
+    install_env: tuple[tuple[str, str], ...] = ()
+    """Environment variables for every install (e.g. ``DS_BUILD_OPS=0`` for deepspeed)."""
+
+    def to_json(self) -> str:
+        """The plan as JSON (what the noxfile reads from inside the session's venv)."""
+        return json.dumps(asdict(self))

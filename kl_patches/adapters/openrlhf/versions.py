@@ -2,23 +2,132 @@
 
 Nothing here imports OpenRLHF. The numbers are those of OpenRLHF 0.11.2's code
 (``openrlhf/models/utils.py``, ``cli/train_ppo_ray.py``).
+
+The patch runs on OpenRLHF 0.10.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
+release, every release where something the patch touches changed (:data:`CHANGE_POINTS`) and
+the newest (:data:`COMPAT_MATRIX`); a newer release is patched when every behaviour canary
+passes (one warning).
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 
-from kl_patches.adapters.support import VersionSupport
+from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
 
-SUPPORT = VersionSupport(library="openrlhf", supported=">=0.11.2,<0.12", tested=("0.11.2",))
-"""Patched OpenRLHF versions (0.11.2 is tested); ``KL_PATCHES_FORCE=1`` overrides."""
+RELEASES: tuple[str, ...] = (
+    "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0",
+    "0.11.1", "0.11.2",
+)  # fmt: skip
+"""Every OpenRLHF release of the supported range, ascending."""
+
+CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.10.2",
+        "flags and args dotted (--algo.kl.*, args.algo.kl.use_loss / init_coef / estimator) "
+        "instead of flat (--use_kl_loss, --init_kl_coef, --kl_estimator); the patch reads both",
+    ),
+    (
+        "0.10.3",
+        "training_step's KL loss through models.loss.aggregate_loss(kl, mask, **loss_batch_info) "
+        "instead of masked_mean(kl, mask); the patch wraps whichever ppo_actor has",
+    ),
+    (
+        "0.10.4",
+        "training_step gains loss_batch_info (a step-global token count); the wrapper passes "
+        "through what OpenRLHF passes",
+    ),
+    (
+        "0.11.1",
+        "compute_approx_kl gains log_probs_old and unbiased_gradient (kl_estimator no longer the "
+        "third positional); --algo.kl.unbiased_gradient",
+    ),
+    (
+        "0.11.2",
+        "k3 log-ratio clamped at -10 before exp (value unchanged); rewards cast to >= fp32 in "
+        "compute_advantages_and_returns; newest release of the range",
+    ),
+)
+"""Releases after 0.10.0 where something the patch touches changed (read from each wheel;
+0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches)."""
+
+COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
+"""The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
+
+SUPPORT = VersionSupport(library="openrlhf", supported=">=0.10.0,<0.12", tested=COMPAT_MATRIX)
+"""Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
+
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "compute_approx_kl": (
+        "compute_approx_kl(log_probs: torch.Tensor, log_probs_base: torch.Tensor, kl_estimator: "
+        "str='k1') -> torch.Tensor",
+        "compute_approx_kl(log_probs: torch.Tensor, log_probs_base: torch.Tensor, log_probs_old: "
+        "Optional[torch.Tensor]=None, kl_estimator: str='k1', unbiased_gradient: bool=False) -> "
+        "torch.Tensor",
+    ),
+    "RemoteExperienceMaker.compute_advantages_and_returns": (
+        "compute_advantages_and_returns(self, experiences: List[Experience]) -> List[Experience]",
+    ),
+    "aggregate_loss": (
+        "aggregate_loss(loss: torch.Tensor, loss_mask: torch.Tensor, token_level_loss: bool=True, "
+        "dp_size: int=1, batch_num_tokens: Optional[float]=None, global_batch_size: "
+        "Optional[float]=None) -> torch.Tensor",
+    ),
+    "masked_mean": (
+        "masked_mean(tensor: torch.Tensor, mask: Optional[torch.Tensor], dim: int=None) -> "
+        "torch.Tensor",
+    ),
+    "ActorPPOTrainer.training_step": (
+        "training_step(self, experience: Experience, kl_ctl: float, step: int) -> Dict[str, float]",
+        "training_step(self, experience: Experience, kl_ctl: float, step: int, loss_batch_info: "
+        "Optional[Dict]=None) -> Dict[str, float]",
+    ),
+}
+"""The signatures of every patched function in the releases 0.10.0-0.11.2 (read with ``ast``
+from each wheel: compute_approx_kl changes in 0.11.1, training_step in 0.10.4, aggregate_loss is
+new in 0.10.3); the patch refuses another call shape."""
+
+COMPAT_PLAN = CompatPlan(
+    library="openrlhf",
+    base=(
+        "deepspeed==0.19.6",
+        "transformers==5.15.0",
+        "peft",
+        "ray==2.55.0",
+        "pylatexenc",
+        "torchdata",
+        "aiohttp",
+        "pillow",
+        "datasets",
+        "einops",
+        "pytest>=8",
+        "pyyaml",
+    ),
+    tests=(
+        "tests/adapters/openrlhf/test_compat.py",
+        "tests/adapters/openrlhf/test_regression.py",
+        "tests/adapters/openrlhf/test_patch.py",
+    ),
+    steps=tuple(
+        CompatStep(
+            v,
+            (("--no-deps", f"openrlhf=={v}"),),
+            dict(CHANGE_POINTS).get(v, "oldest release of the range"),
+        )
+        for v in COMPAT_MATRIX
+    ),
+    install_env=(("DS_BUILD_OPS", "0"),),
+)
+"""``nox -s compat`` for OpenRLHF: the 0.11.2 CPU set (OpenRLHF --no-deps, deepspeed built as pure
+Python, the libraries its KL modules import; vllm and flash_attn as the tests' import-only
+stand-ins), then each release --no-deps."""
 
 TESTED_VERSION = "0.11.2"
 """The OpenRLHF release whose defaults and code this adapter is tested against."""
 DOTTED_SINCE = "0.10.2"
 """First release with dotted flag names (``--algo.kl.*``)."""
-UNBIASED_GRADIENT_SINCE = "0.11.2"
-"""First release with ``--algo.kl.unbiased_gradient``."""
+UNBIASED_GRADIENT_SINCE = "0.11.1"
+"""First release with ``--algo.kl.unbiased_gradient`` (read from 0.11.1's ``train_ppo_ray``)."""
 NATIVE_KL_CLAMP = 10.0
 """OpenRLHF clamps every estimator value to [-10, 10] (``compute_approx_kl``)."""
 IS_WEIGHT_CLIP = 10.0

@@ -14,12 +14,13 @@ patched when every canary passes (one warning).
 
 from __future__ import annotations
 
-from kl_patches.adapters.support import FORCE_ENV, VersionSupport
+from kl_patches.adapters.support import FORCE_ENV, CompatPlan, CompatStep, VersionSupport
 
 from . import compat
 
 __all__ = [
     "COMPAT_MATRIX",
+    "COMPAT_PLAN",
     "CPU_UNTESTABLE",
     "FORCE_ENV",
     "GLOBAL_TOKEN_COUNT_LOSS_TYPES",
@@ -48,6 +49,38 @@ COMPAT_MATRIX: tuple[str, ...] = tuple(
 """The releases ``nox -s compat`` tests: 1.0.0, each change point of :data:`.compat.CHANGE_POINTS`
 (every release between two of them has the surface of the earlier one), 1.16.0; minus
 :data:`CPU_UNTESTABLE`."""
+
+
+def _reason(version: str) -> str:
+    if version == compat.RELEASES_1X[0]:
+        return "oldest release of the range"
+    if version == compat.RELEASES_1X[-1]:
+        return "newest release of the range"
+    return dict(compat.CHANGE_POINTS)[version]
+
+
+COMPAT_PLAN = CompatPlan(
+    library="trl",
+    base=("trl==1.0.0", "tokenizers", "requests", "pyyaml", "pytest>=8"),
+    tests=(
+        "tests/adapters/trl/test_compat.py",
+        "tests/adapters/trl/test_hooks.py",
+        "tests/adapters/trl/test_trainers.py",
+        "tests/adapters/trl/test_patch.py",
+    ),
+    steps=tuple(
+        CompatStep(
+            v,
+            (("--no-deps", f"trl=={v}"),),
+            _reason(v),
+            tuple(d.test for d in compat.known_differences(v)),
+        )
+        for v in COMPAT_MATRIX
+    ),
+)
+"""``nox -s compat`` for TRL: one venv from the 1.0.0 install recipe (:data:`.compat.
+INSTALL_RECIPES`: its dependencies serve every 1.x release), then ``pip install --no-deps`` of
+each release of :data:`COMPAT_MATRIX` and its regression, equivalence and compat tests."""
 
 SUPPORT = VersionSupport(
     library="trl",

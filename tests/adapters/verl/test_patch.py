@@ -100,12 +100,16 @@ def test_apply_patches_every_importer_and_revert_restores_all() -> None:
 
 
 def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the tested range, and pre-releases (``0.10.0rc1``, issue 15), are refused. (This
+    test refused 0.8.2 before the range became 0.7.0-0.9.x, issue 14.)"""
     import verl
 
-    monkeypatch.setattr(verl, "__version__", "0.8.2")
-    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.10"):
-        kv.apply(PATCHED[0])
-    assert kv.active() is None
+    monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
+    for refused in ("0.6.1", "0.10.0rc1"):
+        monkeypatch.setattr(verl, "__version__", refused)
+        with pytest.raises(RuntimeError, match=r">=0\.7\.0,<0\.10"):
+            kv.apply(PATCHED[0])
+        assert kv.active() is None
 
 
 def test_marker_fails_loudly_without_patch() -> None:
