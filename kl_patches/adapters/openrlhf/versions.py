@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from importlib import metadata
 
+from packaging.version import Version
+
 from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
 
 RELEASES: tuple[str, ...] = (
     "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0",
@@ -143,3 +146,57 @@ def installed_version() -> str | None:
         return metadata.version("openrlhf")
     except metadata.PackageNotFoundError:
         return None
+
+
+SWEEP: dict[str, str] = {}
+"""Release -> result of the compat tests run once against it: the releases of the range outside
+:data:`COMPAT_MATRIX`, recorded by hand."""
+
+SWEEP_WHEN = "sweep of 2026-12-01"
+"""When :data:`SWEEP` was measured."""
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The OpenRLHF support table (README, docs/openrlhf.md), one row per change point."""
+    reasons = dict(CHANGE_POINTS)
+    out = [
+        SupportRow(
+            "< 0.10.0",
+            "see `kl-patches audit`",
+            "refused (`KL_PATCHES_FORCE=1` runs anyway)",
+            "refused",
+        )
+    ]
+    starts = [RELEASES.index(v) for v in COMPAT_MATRIX]
+    for i, start in enumerate(starts):
+        segment = RELEASES[start : (starts[i + 1] if i + 1 < len(starts) else len(RELEASES))]
+        first = segment[0]
+        flags = (
+            "--algo.kl.*"
+            if first >= DOTTED_SINCE
+            else "--init_kl_coef, --kl_estimator, --use_kl_loss"
+        )
+        native = (
+            f"k1/k2/k3 ({flags}) in the reward, per token after the baseline, or in the loss as a "
+            "token mean; every value clamped to +-10"
+        )
+        if Version(first) >= Version(UNBIASED_GRADIENT_SINCE):
+            native += "; --algo.kl.unbiased_gradient"
+        patched = "any KLConfig" + (
+            f"; here: {reasons[first].split(';')[0]}" if first in reasons else ""
+        )
+        once = [v for v in segment[1:] if v in SWEEP]
+        tested = f"CI (`nox -s compat`): {first}"
+        if once:
+            tested += f"; once: {', '.join(once)} ({SWEEP_WHEN})"
+        span = first if len(segment) == 1 else f"{first}-{segment[-1]}"
+        out.append(SupportRow(span, native, patched, tested))
+    out.append(
+        SupportRow(
+            ">= 0.12.0",
+            "-",
+            "runs when every behaviour canary passes, with one warning; refused otherwise",
+            "canaries at `apply()`",
+        )
+    )
+    return tuple(out)

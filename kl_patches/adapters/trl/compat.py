@@ -1004,6 +1004,14 @@ INSTALL_RECIPES: tuple[InstallRecipe, ...] = (
 """Install recipes per release group; ``V`` is the TRL release."""
 
 
+SWEEP: dict[str, str] = {}
+"""Release -> result of the compat tests (``COMPAT_PLAN.tests``, known differences deselected)
+run once against it: every 1.x release outside the compat matrix, recorded by hand."""
+
+SWEEP_WHEN = "sweep of 2026-12-01"
+"""When and how :data:`SWEEP` was measured."""
+
+
 @dataclass(frozen=True)
 class KnownDifference:
     """A test written against TRL 1.16 whose assertion does not hold on some older releases,

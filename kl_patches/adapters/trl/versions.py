@@ -15,6 +15,7 @@ patched when every canary passes (one warning).
 from __future__ import annotations
 
 from kl_patches.adapters.support import FORCE_ENV, CompatPlan, CompatStep, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
 
 from . import compat
 
@@ -32,6 +33,7 @@ __all__ = [
     "TESTED_MIN",
     "check_version",
     "defaults_at",
+    "support_rows",
 ]
 
 CPU_UNTESTABLE: dict[str, str] = {
@@ -164,3 +166,65 @@ def defaults_at(kind: str, version: str) -> dict[str, object]:
 def check_version(version: str, force: bool = False) -> None:
     """Raise unless ``version`` is supported (or forced: argument or ``KL_PATCHES_FORCE=1``)."""
     SUPPORT.check(version, force=force)
+
+
+FOLLOWS: dict[str, str] = {
+    "1.1.0": "multimodal kwargs passed through as TRL names them",
+    "1.6.0": "NaN-aware advantages (before 1.6.0 TRL's own differ only for a reward of None)",
+    "1.7.0": "3-tuple log-probs and the MoE aux loss left to TRL",
+    "1.8.0": "quantization_config passed through positionally",
+    "1.9.0": "loss-mask token count as TRL counts it",
+    "1.9.1": "the token normaliser's GA / steps_per_generation factor (read by a canary)",
+    "1.10.0": "luspo as a per-sequence sum (before: TRL's k3 counts padding, not reproduced)",
+    "1.14.0": "no fused Liger loss to refuse any more (1.0-1.13: use_liger_kernel is refused)",
+}
+"""What the adapter does about each change point of :data:`.compat.CHANGE_POINTS` (the
+support table's short form)."""
+
+
+def _span(releases: list[str]) -> str:
+    return releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The TRL support table (README, docs/trl.md), one row per segment of releases that behave
+    alike for the patch, from the compat data and the recorded sweep."""
+    starts = [*COMPAT_MATRIX, *CPU_UNTESTABLE]
+    releases = list(compat.RELEASES_1X)
+    cut = sorted({releases.index(v) for v in starts})
+    out = [
+        SupportRow(
+            "< 1.0.0",
+            "GRPO: k3 in the loss; RLOO: k1 in the reward (see kl-patches audit)",
+            "refused (`KL_PATCHES_FORCE=1` runs anyway, untested)",
+            "refused",
+        )
+    ]
+    for i, start in enumerate(cut):
+        segment = releases[start : (cut[i + 1] if i + 1 < len(cut) else len(releases))]
+        first = segment[0]
+        grpo, rloo = defaults_at("GRPO", first), defaults_at("RLOO", first)
+        native = (
+            f"GRPO: k3 in the loss at `beta` (default {grpo['beta']})"
+            + (", times pi/pi_old by default" if grpo["use_bias_correction_kl"] else "")
+            + f"; RLOO: k1 summed in the reward (`beta` {rloo['beta']})"
+        )
+        follows = FOLLOWS.get(first, "")
+        patched = "any KLConfig, GRPO and RLOO" + (f"; here: {follows}" if follows else "")
+        if first in CPU_UNTESTABLE:
+            tested = "canaries only: " + CPU_UNTESTABLE[first].split(";")[0]
+        else:
+            once = [v for v in segment[1:] if v in compat.SWEEP]
+            tested = f"CI (`nox -s compat`): {first}"
+            if once:
+                tested += f"; once: {_span(once)} ({compat.SWEEP_WHEN})"
+        out.append(SupportRow(_span(segment), native, patched, tested))
+    out.append(
+        SupportRow(
+            f">= {'.'.join(map(str, TESTED_BELOW))}",
+            "-",
+            "runs when every behaviour canary passes, with one warning; refused otherwise",
+            "canaries at `apply()`",
+        )
+    )
+    return tuple(out)

@@ -18,6 +18,7 @@ from typing import Any
 
 from kl_patches.adapters.delivery import env_var
 from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
 
 __all__ = [
     "ACTOR",
@@ -42,6 +43,7 @@ __all__ = [
     "TESTED_VERSIONS",
     "VERL_ESTIMATORS",
     "installed_version",
+    "support_rows",
 ]
 
 RELEASES: tuple[str, ...] = ("0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
@@ -238,3 +240,37 @@ def installed_version() -> str | None:
         return metadata.version("verl")
     except metadata.PackageNotFoundError:
         return None
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The verl support table (README, docs/verl.md), from the range, the change points and
+    :data:`LOSS_PATCH`."""
+    from packaging.specifiers import SpecifierSet
+
+    native = (
+        "k1/k2/k3 in the reward (`use_kl_in_reward`, per token) or the loss (`use_kl_loss`, "
+        "through `loss_agg_mode`), k3 clamped"
+    )
+    reasons = dict(CHANGE_POINTS)
+    out = [SupportRow("< 0.7.0", native, "refused (`KL_PATCHES_FORCE=1` runs anyway)", "refused")]
+    for version in COMPAT_MATRIX:
+        loss = SpecifierSet(LOSS_PATCH).contains(version)
+        patched = (
+            "any KLConfig"
+            if loss
+            else "reward side: any KLConfig; a loss side that needs the patch is refused (the "
+            "legacy actor computes the KL loss); native loss estimators work"
+        )
+        if version in reasons:
+            patched += f"; here: {reasons[version].split(';')[0]}"
+        out.append(SupportRow(version, native, patched, "CI (`nox -s compat`)"))
+    out.append(
+        SupportRow(
+            ">= 0.10.0",
+            "-",
+            "runs when every behaviour canary passes, with one warning; refused otherwise "
+            "(pre-releases such as 0.10.0rc1: refused)",
+            "canaries at `apply()`",
+        )
+    )
+    return tuple(out)
