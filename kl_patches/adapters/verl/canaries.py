@@ -203,6 +203,13 @@ def _probe_ppo_loss() -> str | None:
             f"metrics['actor/pg_loss'] = {metrics.get('actor/pg_loss')!r}, not a verl Metric "
             "(verl < 0.8 computes the KL loss in its legacy actor; the loss patch needs 0.8+)"
         )
+    # on-policy (old = current): the ratio is 1, so vanilla PPO is -A per token, token-mean
+    policy = -(tensors["advantages"] * MASK).sum() / MASK.sum()
+    if not _close(plain, policy):
+        return (
+            f"a loss of {float(plain):.6g} with use_kl_loss off, where the policy term alone is "
+            f"{float(policy):.6g}"
+        )
     want = 0.5 * ((logp - ref) * MASK).sum() / MASK.sum()
     if not _close(with_kl - plain, want):
         return (

@@ -158,7 +158,7 @@ def test_planted_ppo_loss_failure(monkeypatch: pytest.MonkeyPatch) -> None:
 
     _plant(monkeypatch, losses, "ppo_loss", ppo_loss)
     error, message = (
-        (CanaryError, r"losses\.ppo_loss computed a KL loss of")
+        (CanaryError, r"losses\.ppo_loss computed a loss of .* with use_kl_loss off")
         if LOSS_PATCH
         else (RuntimeError, "legacy actor")
     )
@@ -274,3 +274,42 @@ def test_loss_side_needs_ppo_loss_as_the_kl_site(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(FORCE_ENV, "1")
     with pytest.warns(UserWarning, match="legacy actor"):
         kv.apply(LOSS)
+
+
+def test_straight_through_names_crash_before_0_8_and_take_the_k2_gradient_after() -> None:
+    """'k3+' etc.: verl 0.7 hands the name with its '+' to kl_penalty_forward, which raises; 0.8.0
+    strips it (the reason test_regression's '+' test is deselected on 0.7.x)."""
+    r = make_rollout(seed=3)
+    if not LOSS_PATCH:
+        with pytest.raises(NotImplementedError):
+            core_algos.kl_penalty(r.logp, r.ref_logp, "k3+")
+        return
+    value = core_algos.kl_penalty(r.logp, r.ref_logp, "k3+")
+    (grad,) = torch.autograd.grad((value * r.mask).sum(), r.logp)
+    torch.testing.assert_close(grad, (r.logp - r.ref_logp).detach() * r.mask, **TOL)
+
+
+def test_every_deselected_test_exists() -> None:
+    root = Path(__file__).resolve().parents[3]
+    for node in versions.LEGACY_ACTOR_DESELECT:
+        path, _, name = node.partition("::")
+        assert f"def {name}(" in (root / path).read_text(), node
+
+
+def test_every_by_name_importer_of_this_release_gets_the_wrapper() -> None:
+    import importlib
+
+    importers = versions.IMPORTERS[verl.__version__]
+    modules = {m: importlib.import_module(m) for m, _ in importers}
+    originals = {(m, a): getattr(modules[m], a) for m, a in importers}
+    kv.apply(REWARD)
+    wrappers = {
+        "apply_kl_penalty": patch._apply_kl_penalty,
+        "compute_advantage": patch._compute_advantage,
+        "ppo_loss": patch._ppo_loss,
+    }
+    assert {(m, a): getattr(modules[m], a) for m, a in importers} == {
+        (m, a): wrappers[a] for m, a in importers
+    }
+    kv.revert()
+    assert {(m, a): getattr(modules[m], a) for m, a in importers} == originals
