@@ -127,6 +127,9 @@ __all__ = [
 class _Step:
     mask: torch.Tensor
     kl_values: torch.Tensor | None = None
+    old: torch.Tensor | None = None
+    """The sampling policy's log-probs of the experience (``action_log_probs``): what OpenRLHF
+    0.11.1+ passes to ``compute_approx_kl`` as ``log_probs_old``, and earlier releases do not."""
 
 
 _STEP: contextvars.ContextVar[_Step | None] = contextvars.ContextVar(
@@ -240,6 +243,8 @@ def _loss_values(original: Any) -> Callable[..., Any]:
                 "kl_patches: ppo_actor.compute_approx_kl was called outside "
                 "ActorPPOTrainer.training_step, so the action mask is unknown"
             )
+        if log_probs_old is None:  # OpenRLHF < 0.11.1 does not pass it
+            log_probs_old = step.old
         old = None if log_probs_old is None else log_probs_old.float()
         values = core.loss_per_token(
             log_probs.float(), log_probs_base.float(), step.mask, _config(), old_logp=old
@@ -314,7 +319,9 @@ def _training_step(original: Any) -> Callable[..., Any]:
             )
         if config.loss_coef is not None:
             kl_ctl = config.loss_coef_value
-        token = _STEP.set(_Step(mask=experience.action_mask))
+        token = _STEP.set(
+            _Step(mask=experience.action_mask, old=getattr(experience, "action_log_probs", None))
+        )
         try:
             # loss_batch_info exists from 0.10.4: passed on only when OpenRLHF passed it
             return original(self, experience, kl_ctl, step, *args, **kwargs)

@@ -48,7 +48,7 @@ def clean() -> object:
 
 
 def snapshot() -> dict[str, object]:
-    return {t.name: vars(P._owner(t))[t.attr] for t in P.TARGETS}
+    return {t.name: vars(P._owner(t))[t.attr] for t in P.resolve_targets()}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_every_module_that_imported_compute_approx_kl_is_patched_and_restored() 
     before = snapshot()
     apply(EVERYTHING)
     names = applied()
-    assert sorted(names) == sorted(t.name for t in P.TARGETS)
+    assert sorted(names) == sorted(t.name for t in P.resolve_targets())
     for name in importers:
         assert getattr(sys.modules[name].compute_approx_kl, P.MARK)
     assert utils.compute_approx_kl is before[f"{P.REWARD_MODULE}.compute_approx_kl"]
@@ -384,7 +384,7 @@ def test_hook_patches_already_imported_modules_and_needs_a_config(
         assert sum(type(f).__name__ == "_PostImportFinder" for f in sys.meta_path) == 1
         status = hook.status()
         assert status["configured"] and status["hook_installed"]
-        assert sorted(applied()) == sorted(t.name for t in P.TARGETS)
+        assert sorted(applied()) == sorted(t.name for t in P.resolve_targets())
         assert P.active_config() == EVERYTHING
     finally:
         hook.uninstall()
