@@ -137,9 +137,10 @@ def compat(session: nox.Session, library: str) -> None:
 
     One venv per library: the plan (``kl_patches.adapters.<library>.versions.COMPAT_PLAN``) gives
     the dependencies, then each release is installed in place (``pip install --no-deps`` of the
-    library, plus the pins a release needs) and its tests run; tests whose 1.16-era assertion
-    does not hold on an older release because the library differs there are deselected for it
-    (the compat tests assert those differences).
+    library, plus the pins a release needs; with ``pip`` run directly, so ``-R`` still switches)
+    and its tests run. A test written against the newest release whose assertion does not hold
+    on an older one because the library differs there is deselected for it (each plan records
+    why, and the compat tests assert the difference).
     """
     session.install(TORCH)
     session.install("--no-deps", "-e", ".")
@@ -150,8 +151,8 @@ def compat(session: nox.Session, library: str) -> None:
     session.install(*plan["base"], env=env)
     for step in plan["steps"]:
         session.log(f"{library} {step['version']}: {step['reason']}")
-        for command in step["install"]:
-            session.install(*command, env=env)
+        for command in step["install"]:  # also with -R: the switch is the test
+            session.run("python", "-m", "pip", "install", "-q", *command, env=env)
         deselect = [f"--deselect={test}" for test in step["deselect"]]
         session.run("pytest", "-q", "-p", "no:cacheprovider", *plan["tests"], *deselect,
                     *session.posargs, env=ENV)  # fmt: skip
