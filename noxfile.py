@@ -154,8 +154,9 @@ def compat(session: nox.Session, library: str) -> None:
         for command in step["install"]:  # also with -R: the switch is the test
             session.run("python", "-m", "pip", "install", "-q", *command, env=env)
         deselect = [f"--deselect={test}" for test in step["deselect"]]
+        select = ["-k", step["select"]] if step["select"] else []
         session.run("pytest", "-q", "-p", "no:cacheprovider", *plan["tests"], *deselect,
-                    *session.posargs, env=ENV)  # fmt: skip
+                    *select, *session.posargs, env=ENV)  # fmt: skip
 
 
 LIBRARIES = ("trl", "verl", "openrlhf")

@@ -238,6 +238,9 @@ class CompatStep:
     deselect: tuple[str, ...] = ()
     """pytest node ids whose assertion does not hold on this release because the library
     computes something else there (each asserted as a difference by the compat tests)."""
+    select: str = ""
+    """A pytest ``-k`` expression that restricts the tests (a release only its canaries can
+    cover here, e.g. one that cannot train on a CPU); empty: all of them."""
 
 
 @dataclass(frozen=True)

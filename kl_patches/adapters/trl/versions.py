@@ -53,7 +53,17 @@ COMPAT_MATRIX: tuple[str, ...] = tuple(
 :data:`CPU_UNTESTABLE`."""
 
 
+CANARY_ONLY = (
+    "canar or signature or unsloth or ms_swift or liger or version_is_in or defaults_at "
+    "or known_case"
+)
+"""The ``-k`` selection of the compat tests that need no TRL log-prob computation: what a CPU
+can check of a release in :data:`CPU_UNTESTABLE` (its canaries, signatures, foreign trainers)."""
+
+
 def _reason(version: str) -> str:
+    if version in CPU_UNTESTABLE:
+        return "canaries, signatures and foreign-trainer checks only: " + CPU_UNTESTABLE[version]
     if version == compat.RELEASES_1X[0]:
         return "oldest release of the range"
     if version == compat.RELEASES_1X[-1]:
@@ -76,8 +86,9 @@ COMPAT_PLAN = CompatPlan(
             (("--no-deps", f"trl=={v}"),),
             _reason(v),
             tuple(d.test for d in compat.known_differences(v)),
+            CANARY_ONLY if v in CPU_UNTESTABLE else "",
         )
-        for v in COMPAT_MATRIX
+        for v in sorted({*COMPAT_MATRIX, *CPU_UNTESTABLE}, key=compat.RELEASES_1X.index)
     ),
 )
 """``nox -s compat`` for TRL: one venv from the 1.0.0 install recipe (:data:`.compat.
@@ -212,7 +223,10 @@ def support_rows() -> tuple[SupportRow, ...]:
         follows = FOLLOWS.get(first, "")
         patched = "any KLConfig, GRPO and RLOO" + (f"; here: {follows}" if follows else "")
         if first in CPU_UNTESTABLE:
-            tested = "canaries only: " + CPU_UNTESTABLE[first].split(";")[0]
+            tested = (
+                "CI, canaries only (with the signature and foreign-trainer checks): "
+                + CPU_UNTESTABLE[first].split(";")[0]
+            )
         else:
             once = [v for v in segment[1:] if v in compat.SWEEP]
             tested = f"CI (`nox -s compat`): {first}"
