@@ -142,7 +142,7 @@ def compat(session: nox.Session, library: str) -> None:
     on an older one because the library differs there is deselected for it (each plan records
     why, and the compat tests assert the difference).
     """
-    session.install(TORCH)
+    session.install(TORCH, "packaging")  # kl_patches' guard needs packaging to read the plan
     session.install("--no-deps", "-e", ".")
     module = f"kl_patches.adapters.{library}.versions"
     code = f"from {module} import COMPAT_PLAN; print(COMPAT_PLAN.to_json())"
