@@ -378,7 +378,34 @@ def apply(
         _CONFIG.append(config)
     for target in targets:
         REGISTRY.patch(target, _FACTORIES[target])
+    unreached = unpatched_importers()
+    if unreached:
+        revert()
+        raise RuntimeError(
+            f"kl_patches: {unreached} import OpenRLHF's compute_approx_kl by name but are not "
+            f"patched (the patch covers {REWARD_MODULE} and {LOSS_MODULE}, the only importers "
+            "of 0.10.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
+        )
     return config
+
+
+def unpatched_importers() -> list[str]:
+    """Loaded ``openrlhf`` modules other than the two patched ones that hold the original
+    ``openrlhf.models.utils.compute_approx_kl`` by name."""
+    import sys
+
+    utils = sys.modules.get("openrlhf.models.utils")
+    if utils is None:
+        return []
+    original = vars(utils).get("compute_approx_kl")
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.startswith("openrlhf.")
+        and name not in ("openrlhf.models.utils", "openrlhf.models", REWARD_MODULE, LOSS_MODULE)
+        and module is not None
+        and vars(module).get("compute_approx_kl") is original
+    )
 
 
 def _key(target: Target) -> str:

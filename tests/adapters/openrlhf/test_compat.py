@@ -313,3 +313,21 @@ def test_every_deselected_test_exists() -> None:
     for _, node, _ in versions.KNOWN_DIFFERENCES:
         path, _, name = node.partition("::")
         assert f"def {name}(" in (root / path).read_text(), node
+
+
+def test_an_unpatched_importer_of_compute_approx_kl_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module that took OpenRLHF's compute_approx_kl by name (a trainer the patch does not
+    know) would run OpenRLHF's own KL: apply refuses and patches nothing."""
+    import sys
+    import types
+
+    import openrlhf.models.utils as utils
+
+    module = types.ModuleType("openrlhf.trainer.my_new_trainer")
+    module.compute_approx_kl = utils.compute_approx_kl  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with pytest.raises(RuntimeError, match=r"my_new_trainer.*not patched"):
+        apply(LOSS)
+    assert P.applied() == [] and P.active_config() is None
