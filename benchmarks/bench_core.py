@@ -1,25 +1,41 @@
 """Cost of the core's KL functions against each library's own KL function, on realistic shapes.
 
 Usage (any venv with torch; run it in a library's venv to compare with that library):
-    python benchmarks/bench_core.py [--lib verl|openrlhf|trl|none] [--json] [--repeats 15]
+    python benchmarks/bench_core.py [--lib verl|openrlhf|trl|none] [--json] [--pairs 201]
+        [--dtypes float32,bfloat16] [--clock cpu|wall]
     python benchmarks/bench_core.py --full-kl [--vocab 32000] [--tokens 4096] [--chunk 1024]
+        [--grad no|yes|both]
 
-Per-token estimator at B=64, T=2048 (float32, CPU, one thread): best-of-N wall time (the
-functions interleaved round by round) of the forward pass and of forward + backward (sum of the
-values), for ``kl_patches.core.kl_terms`` configured like the
-library (same estimator and clamps) and for the library's own function, imported from the
-installed wheel:
+Per-token estimator at B=64, T=2048 (CPU, one torch thread), float32 and bfloat16: the forward
+pass and forward + backward (sum of the values) of ``kl_patches.core.kl_terms`` configured
+like the library (same estimator and clamps; the finiteness check on, as always) and of the
+library's own function, imported from the installed wheel:
   * verl: ``verl.trainer.ppo.core_algos.kl_penalty(logp, ref, "low_var_kl")`` (k3, clamps);
   * OpenRLHF: ``openrlhf.models.utils.compute_approx_kl(logp, ref, kl_estimator="k3")``
     (imported with the tests' import-only stand-ins for flash_attn and vllm on sys.path);
   * TRL: no function exists; the k3 expression assigned to ``per_token_kl`` in
     ``GRPOTrainer._compute_loss`` is read from the installed source and evaluated as is.
-Also the absolute cost of ``reward_penalty`` (k1, sequence) and ``loss_term`` (k3, sum).
+Timing: ``--pairs`` interleaved pairs (native and core back to back, the order alternating
+from pair to pair, after warm-up calls); each pair gives one ratio core / native; reported:
+the median time of each side and the median ratio with its min-max over the pairs. The clock
+is the thread's CPU time by default (``--clock cpu``: with one torch thread all the work runs
+on the calling thread, so time the scheduler gives to other processes of a shared machine does
+not count); ``--clock wall`` for wall time. Also the largest difference core - native on valid
+tokens and each side's largest error against the estimator evaluated in float64 on the same
+inputs (core's float64 path, which the tests check against the textbook formulas), and the
+absolute cost of ``reward_penalty`` (k1, sequence) and ``loss_term`` (k3, sum).
 
 ``--full-kl``: the exact full-vocabulary monitor ``core.full_kl`` over ``tokens`` positions at
 V=32k, chunked, against the naive one-shot log_softmax; time and the peak resident-memory
-increase over the inputs, each in a fresh child process (CPU: RSS, not accelerator memory).
+increase over the inputs, each in a fresh child process (CPU: RSS, not accelerator memory);
+with ``--grad both`` (default) also forward and backward (the logits require grad), where
+the increase includes the ``[tokens, V]`` gradient itself (inherent: as large as one input).
 Timings on a shared CPU are noisy: read the ratios, not the milliseconds.
+
+No torch.compile path: tried on this CPU (torch 2.13, inductor C++), the compiled masked k3
+took 79 s to compile, ran slower than eager (0.59 ms vs 0.50 ms per call, native 0.27 ms, on a
+loaded machine) and differed from eager by 2.4e-7 (its own exp), so it is neither faster nor
+exact here; no GPU was available to try it there.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ import ast
 import inspect
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -48,18 +65,47 @@ from kl_patches.config import KLConfig  # noqa: E402
 Fn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def best_times(fns: list[Callable[[], object]], rounds: int) -> list[float]:
-    """Fastest seconds of each ``fn`` over ``rounds`` rounds, the functions interleaved round by
-    round (after one warm-up call each) so that load on a shared machine hits them alike."""
-    for fn in fns:
-        fn()
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
+CLOCKS: dict[str, Callable[[], int]] = {"cpu": time.thread_time_ns, "wall": time.perf_counter_ns}
+
+
+def paired_times(
+    native: Callable[[], object], ours: Callable[[], object], pairs: int, clock: str = "cpu"
+) -> dict[str, float]:
+    """Interleaved pairs: median seconds of each side and the median, min and max over the
+    pairs of the per-pair ratio ours / native (the order inside a pair alternates)."""
+    now = CLOCKS[clock]
+    for _ in range(3):
+        native()
+        ours()
+    t_native: list[float] = []
+    t_ours: list[float] = []
+    for i in range(pairs):
+        order = ((native, t_native), (ours, t_ours))
+        for fn, out in order if i % 2 == 0 else order[::-1]:
+            start = now()
             fn()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return best
+            out.append((now() - start) * 1e-9)
+    ratios = [o / n for o, n in zip(t_ours, t_native, strict=True)]
+    return {
+        "native": statistics.median(t_native),
+        "ours": statistics.median(t_ours),
+        "ratio": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+    }
+
+
+def median_time(fn: Callable[[], object], repeats: int, clock: str = "cpu") -> float:
+    """Median seconds of ``fn`` over ``repeats`` calls (after warm-up calls)."""
+    now = CLOCKS[clock]
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = now()
+        fn()
+        times.append((now() - start) * 1e-9)
+    return statistics.median(times)
 
 
 def library_function(lib: str) -> tuple[str, Fn, KLConfig]:
@@ -114,30 +160,51 @@ def trl_expression() -> Fn:
     raise RuntimeError("no 'per_token_kl = ...' in GRPOTrainer._compute_loss: TRL changed")
 
 
-def estimator_rows(lib: str, batch: int, length: int, repeats: int) -> list[dict[str, object]]:
-    """Forward and forward+backward time of core vs the library's own function."""
+def _inputs(
+    batch: int, length: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
     ref = -torch.rand(batch, length, generator=gen) * 3
     base = ref + 0.3 * torch.randn(batch, length, generator=gen)
     mask = torch.ones(batch, length, dtype=torch.bool)
     mask[:, length * 3 // 4 :] = torch.rand(batch, 1, generator=gen) < 0.5  # some padding
-    cases: list[tuple[str, Fn, bool]] = []
-    if lib != "none":
-        desc, lib_fn, cfg = library_function(lib)
-        core_fn: Fn = lambda lp, rl: core.kl_terms(lp, rl, mask, cfg)  # noqa: E731
-        cases += [
-            (desc, lib_fn, True),
-            (f"core.kl_terms({cfg.estimator}, as {lib})", core_fn, True),
-        ]
-    k1, k3 = KLConfig.parse("k1-in-reward"), KLConfig.parse("k3-in-loss")
-    cases.append(
-        (
-            "core.reward_penalty(k1, sequence)",
-            lambda lp, rl: core.reward_penalty(lp, rl, mask, k1),
-            False,
-        )
-    )
-    cases.append(("core.loss_term(k3, sum)", lambda lp, rl: core.loss_term(lp, rl, mask, k3), True))
+    return base.to(dtype), ref.to(dtype), mask
+
+
+def _float64_error(
+    fn: Fn, cfg: KLConfig, base: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor
+) -> float:
+    """Largest |fn(inputs) - k(inputs)| on valid tokens, with k the estimator (and clamps) of
+    ``cfg`` evaluated in float64 on the same (rounded) inputs: the rounding error of a side.
+    (The libraries' own functions cannot be the reference: OpenRLHF's casts to float32.)"""
+    with torch.no_grad():
+        got = fn(base, ref).double()
+        exact = core.kl_terms(base.double(), ref.double(), mask, cfg)
+    return float((got - exact)[mask].abs().max())
+
+
+def estimator_rows(
+    lib: str,
+    batch: int,
+    length: int,
+    pairs: int,
+    dtypes: tuple[torch.dtype, ...] = (torch.float32,),
+    clock: str = "cpu",
+) -> list[dict[str, object]]:
+    """Forward and forward+backward time of core vs the library's own function, per dtype."""
+    rows: list[dict[str, object]] = []
+    for dtype in dtypes:
+        rows += _estimator_rows(lib, batch, length, pairs, dtype, clock)
+    return rows
+
+
+def _estimator_rows(
+    lib: str, batch: int, length: int, pairs: int, dtype: torch.dtype, clock: str
+) -> list[dict[str, object]]:
+    base, ref, mask = _inputs(batch, length, dtype)
+    dname = str(dtype).removeprefix("torch.")
+    tag = "" if dtype == torch.float32 else f" [{dname}]"
+    common: dict[str, object] = {"library": lib, "shape": f"{batch}x{length}", "dtype": dname}
 
     def forward(fn: Fn) -> Callable[[], object]:
         def run() -> object:
@@ -154,30 +221,59 @@ def estimator_rows(lib: str, batch: int, length: int, repeats: int) -> list[dict
 
         return run
 
-    fwd = best_times([forward(fn) for _, fn, _ in cases], repeats)
-    with_bwd = [i for i, c in enumerate(cases) if c[2]]
-    bwd = dict(
-        zip(
-            with_bwd,
-            best_times([forward_backward(cases[i][1]) for i in with_bwd], repeats),
-            strict=True,
-        )
-    )
     rows: list[dict[str, object]] = []
-    for i, (name, _, _) in enumerate(cases):
-        row: dict[str, object] = {"library": lib, "shape": f"{batch}x{length}", "function": name}
-        row["forward_ms"] = 1e3 * fwd[i]
-        if i in bwd:
-            row["fwd_bwd_ms"] = 1e3 * bwd[i]
-        rows.append(row)
     if lib != "none":
-        ours = rows[1]
-        ours["ratio_forward"] = fwd[1] / fwd[0]
-        ours["ratio_fwd_bwd"] = bwd[1] / bwd[0]
+        desc, lib_fn, cfg = library_function(lib)
+        core_fn: Fn = lambda lp, rl: core.kl_terms(lp, rl, mask, cfg)  # noqa: E731
+        fwd = paired_times(forward(lib_fn), forward(core_fn), pairs, clock)
+        bwd = paired_times(forward_backward(lib_fn), forward_backward(core_fn), pairs, clock)
         with torch.no_grad():
-            ours["max_abs_diff"] = (
-                (cases[0][1](base, ref) - cases[1][1](base, ref))[mask].abs().max().item()
-            )
+            diff = (lib_fn(base, ref).double() - core_fn(base, ref).double())[mask].abs().max()
+        rows.append(
+            {
+                **common,
+                "function": desc + tag,
+                "forward_ms": 1e3 * fwd["native"],
+                "fwd_bwd_ms": 1e3 * bwd["native"],
+                "max_err_vs_float64": _float64_error(lib_fn, cfg, base, ref, mask),
+            }
+        )
+        rows.append(
+            {
+                **common,
+                "function": f"core.kl_terms({cfg.estimator}, as {lib}){tag}",
+                "forward_ms": 1e3 * fwd["ours"],
+                "fwd_bwd_ms": 1e3 * bwd["ours"],
+                "ratio_forward": fwd["ratio"],
+                "ratio_forward_min": fwd["ratio_min"],
+                "ratio_forward_max": fwd["ratio_max"],
+                "ratio_fwd_bwd": bwd["ratio"],
+                "ratio_fwd_bwd_min": bwd["ratio_min"],
+                "ratio_fwd_bwd_max": bwd["ratio_max"],
+                "max_abs_diff": float(diff),
+                "max_err_vs_float64": _float64_error(core_fn, cfg, base, ref, mask),
+                "pairs": pairs,
+                "clock": clock,
+            }
+        )
+    k1, k3 = KLConfig.parse("k1-in-reward"), KLConfig.parse("k3-in-loss")
+    penalty: Fn = lambda lp, rl: core.reward_penalty(lp, rl, mask, k1)  # noqa: E731
+    loss: Fn = lambda lp, rl: core.loss_term(lp, rl, mask, k3)  # noqa: E731
+    rows.append(
+        {
+            **common,
+            "function": f"core.reward_penalty(k1, sequence){tag}",
+            "forward_ms": 1e3 * median_time(forward(penalty), pairs, clock),
+        }
+    )
+    rows.append(
+        {
+            **common,
+            "function": f"core.loss_term(k3, sum){tag}",
+            "forward_ms": 1e3 * median_time(forward(loss), pairs, clock),
+            "fwd_bwd_ms": 1e3 * median_time(forward_backward(loss), pairs, clock),
+        }
+    )
     return rows
 
 
@@ -193,37 +289,47 @@ def _rss_kib() -> int:
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 
-def full_kl_child(method: str, tokens: int, vocab: int, chunk: int) -> dict[str, float]:
-    """In this (fresh) process: time one call and the peak RSS increase over the inputs."""
+def full_kl_child(
+    method: str, tokens: int, vocab: int, chunk: int, grad: bool = False
+) -> dict[str, float]:
+    """In this (fresh) process: time one call (forward, or forward and backward with
+    ``grad``) and the peak RSS increase over the inputs."""
     torch.manual_seed(0)
     logits = torch.randn(1, tokens, vocab)
     ref = logits + 0.1 * torch.randn(1, tokens, vocab)
     mask = torch.ones(1, tokens, dtype=torch.bool)
+    logits.requires_grad_(grad)
     before = _rss_kib()
     start = time.perf_counter()
     if method == "chunked":
         out = core.full_kl(logits, ref, mask, chunk_size=chunk)
     else:
         out = naive_full_kl(logits, ref)
+    if grad:
+        out.sum().backward()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "seconds": seconds,
         "peak_increase_mib": max(peak - before, 0) / 1024,
         "inputs_mib": 2 * logits.numel() * 4 / 2**20,
-        "mean_kl": float(out.mean()),
+        "mean_kl": float(out.detach().mean()),
+        "grad": float(grad),
     }
 
 
-def full_kl_rows(tokens: int, vocab: int, chunk: int) -> list[dict[str, object]]:
+def full_kl_rows(
+    tokens: int, vocab: int, chunk: int, grad: bool = False
+) -> list[dict[str, object]]:
     """Chunked core.full_kl vs the naive one-shot computation, each in a child process."""
     rows: list[dict[str, object]] = []
     for method in ("chunked", "naive"):
         cmd = [sys.executable, __file__, "--child", method, "--tokens", str(tokens)]
-        cmd += ["--vocab", str(vocab), "--chunk", str(chunk)]
+        cmd += ["--vocab", str(vocab), "--chunk", str(chunk), "--grad", "yes" if grad else "no"]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         row: dict[str, object] = json.loads(out.strip().splitlines()[-1])
         label = f"core.full_kl (chunk {chunk})" if method == "chunked" else "naive log_softmax"
+        label += " + backward" if grad else ""
         row.update(function=label, shape=f"{tokens}x{vocab}")
         rows.append(row)
     return rows
@@ -235,7 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lib", default="none", choices=["none", "verl", "openrlhf", "trl"])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--length", type=int, default=2048)
-    p.add_argument("--repeats", type=int, default=15, help="interleaved rounds (best of)")
+    p.add_argument("--pairs", type=int, default=201, help="interleaved pairs (median, min-max)")
+    p.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated dtypes")
+    p.add_argument("--clock", default="cpu", choices=sorted(CLOCKS), help="thread CPU or wall")
+    p.add_argument(
+        "--grad",
+        default="both",
+        choices=["no", "yes", "both"],
+        help="--full-kl: forward only, forward and backward, or both (default)",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: stabler)")
     p.add_argument("--full-kl", action="store_true", help="the full-vocabulary monitor instead")
     p.add_argument("--tokens", type=int, default=4096, help="positions for --full-kl")
@@ -246,12 +360,14 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     if a.child:
-        print(json.dumps(full_kl_child(a.child, a.tokens, a.vocab, a.chunk)))
+        print(json.dumps(full_kl_child(a.child, a.tokens, a.vocab, a.chunk, a.grad == "yes")))
         return 0
     if a.full_kl:
-        rows = full_kl_rows(a.tokens, a.vocab, a.chunk)
+        modes = {"no": [False], "yes": [True], "both": [False, True]}[a.grad]
+        rows = [r for grad in modes for r in full_kl_rows(a.tokens, a.vocab, a.chunk, grad)]
     else:
-        rows = estimator_rows(a.lib, a.batch, a.length, a.repeats)
+        dtypes = tuple(getattr(torch, name.strip()) for name in a.dtypes.split(",") if name)
+        rows = estimator_rows(a.lib, a.batch, a.length, a.pairs, dtypes, a.clock)
     if a.json:
         for row in rows:
             print(json.dumps(row))

@@ -72,8 +72,13 @@ def _ms(row: dict[str, object], key: str) -> str:
 
 
 def _ratio(row: dict[str, object], key: str) -> str:
-    value = row.get(key)
-    return f"{value:.2f}x" if isinstance(value, float) else ""
+    value, low, high = row.get(key), row.get(f"{key}_min"), row.get(f"{key}_max")
+    if not isinstance(value, float):
+        return ""
+    spread = (
+        f" ({low:.2f}-{high:.2f})" if isinstance(low, float) and isinstance(high, float) else ""
+    )
+    return f"{value:.2f}x{spread}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,18 +145,20 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|",
         *[f"| {lib} | {name} | {st} | {secs:.0f} |" for lib, name, st, secs in status],
         "",
-        "## Core vs each library's own KL function (B=64, T=2048, float32, 1 thread, best of 15)",
+        "## Core vs each library's own KL function (B=64, T=2048, 1 thread; medians of "
+        "interleaved pairs, ratio median (min-max); see bench_core.py)",
         "",
         "| library | function | forward ms | fwd+bwd ms | core / native fwd | core / native "
-        "fwd+bwd | max abs diff |",
-        "|---|---|---|---|---|---|---|",
+        "fwd+bwd | max abs diff | max err vs float64 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in core_rows:
-        diff = row.get("max_abs_diff")
+        diff, err = row.get("max_abs_diff"), row.get("max_err_vs_float64")
         lines.append(
             f"| {row['library']} | {row['function']} | {_ms(row, 'forward_ms')} | "
             f"{_ms(row, 'fwd_bwd_ms')} | {_ratio(row, 'ratio_forward')} | "
             f"{_ratio(row, 'ratio_fwd_bwd')} | {f'{diff:.1e}' if isinstance(diff, float) else ''} |"
+            f" {f'{err:.1e}' if isinstance(err, float) else ''} |"
         )
     lines += [
         "",

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,12 @@ GRANULARITIES = ("token", "sequence")
 REWARD_SHAPES = ("sequence", "reward_to_go")
 LOSS_AGGREGATIONS = ("sum", "token_mean", "seq_mean_token_mean")
 IMPORTANCE_WEIGHTINGS = ("none", "token", "sequence")
+NAN_POLICIES = ("raise", "mask")
+
+
+class InertOptionWarning(UserWarning):
+    """A KLConfig option that has no effect with the configuration's placement (it is ignored)."""
+
 
 _SHORT_NAME = re.compile(r"^(?P<est>[a-z0-9_]+)-in-(?P<place>reward|loss|both)$")
 
@@ -44,22 +52,59 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _real(value: object) -> float | None:
+    """``value`` as a finite Python float, or None when it is not a real number.
+
+    Accepts int and float and the 0-dimensional numbers of numpy and torch (anything with
+    ``.item()`` and an empty shape whose item is an int or a float); bools are not numbers
+    here. An int too large for a float (OverflowError) and a non-finite value give None.
+    """
+    if isinstance(value, bool):
+        return None
+    if not isinstance(value, (int, float)):
+        shape = getattr(value, "shape", None)
+        item = getattr(value, "item", None)
+        if shape is None or tuple(shape) != () or not callable(item):
+            return None
+        try:
+            value = item()
+        except (TypeError, ValueError, RuntimeError):
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _optional_positive(name: str, value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    number = _real(value)
+    if number is None or number <= 0:
         raise ValueError(f"KLConfig.{name}={value!r} is not valid; use None or a finite float > 0")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"KLConfig.{name}={value!r} is not valid; use None or a finite float > 0")
-    return float(value)
+    return number
 
 
 def _coef(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    number = _real(value)
+    if number is None or number < 0:
         raise ValueError(f"KLConfig.{name}={value!r} is not valid; use a finite float >= 0")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"KLConfig.{name}={value!r} is not valid; use a finite float >= 0")
-    return float(value)
+    return number
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this module and the
+    dataclass machinery (``KLConfig(...)``, ``parse``, ``replace`` all land on the user's line)."""
+    here = (__file__, dataclasses.__file__, "<string>")
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename in here:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 @dataclass(frozen=True)
@@ -120,6 +165,14 @@ class KLConfig:
     """Library-compatible numerics: clamp each per-token estimator value to [-c, c]
     (verl k3 and every OpenRLHF estimator use 10). None: no clamp (the exact maths)."""
 
+    nan_policy: str = "raise"
+    """What a non-finite input log-probability or KL term on a valid token does (a ``-inf``
+    reference log-prob, a NaN, k3's ``exp`` overflowing the dtype). ``raise`` (default): a
+    :class:`kl_patches.core.NonFiniteKLError` naming the first such token's row and column.
+    ``mask``: such tokens are dropped like padding (value and gradient 0) and counted in
+    :func:`kl_patches.core.nonfinite_count`, which the adapters log. A result that overflows
+    its dtype after the masking (a sum, a half-precision output) raises under both."""
+
     is_clip: float | None = None
     """Only with ``importance_weighting="sequence"``: cap each prefix weight W_{1:u} (the
     cumulative product, not the per-token ratios) from above at ``is_clip``, min(W_{1:u}, c);
@@ -148,8 +201,26 @@ class KLConfig:
         )
         object.__setattr__(self, "kl_clamp", _optional_positive("kl_clamp", self.kl_clamp))
         object.__setattr__(self, "is_clip", _optional_positive("is_clip", self.is_clip))
+        _choice("nan_policy", self.nan_policy, NAN_POLICIES)
         self._check_conflicts()
         self._check_sequence_weighting()
+        self._warn_inert()
+
+    def _warn_inert(self) -> None:
+        """Warn about side-specific options set on a configuration without that side."""
+        inert = []
+        if self.placement in ("reward", "none") and self.loss_aggregation != "sum":
+            inert.append(("loss_aggregation", self.loss_aggregation, "loss"))
+        if self.placement in ("loss", "none") and self.reward_shape != "sequence":
+            inert.append(("reward_shape", self.reward_shape, "reward"))
+        for name, value, side in inert:
+            warnings.warn(
+                f"KLConfig.{name}={value!r} has no effect with placement={self.placement!r} "
+                f"(no {side} side) and is ignored; drop it, or choose placement 'both' or "
+                f"'{side}'",
+                InertOptionWarning,
+                stacklevel=_caller_stacklevel(),
+            )
 
     def _check_conflicts(self) -> None:
         if self.importance_weighting == "token" and self.placement not in ("loss", "both"):
@@ -300,6 +371,8 @@ class KLConfig:
             parts.append(f"log_ratio_clamp={self.log_ratio_clamp:g}")
         if self.kl_clamp is not None:
             parts.append(f"kl_clamp={self.kl_clamp:g}")
+        if self.nan_policy != "raise":
+            parts.append(f"nan_policy={self.nan_policy}")
         return ", ".join(parts)
 
 
@@ -311,8 +384,15 @@ one that never binds on-policy (every weight is 1) and one that does (it scales 
 def all_configs(coef: float = 0.1) -> list[KLConfig]:
     """Every combination of the gradient-relevant options KLConfig accepts (clamps off).
 
-    Used by tests and by ``kl-patches bias``; conflicting combinations are left out.
+    Used by tests and by ``kl-patches bias``; conflicting combinations are left out. Options
+    inert for the placement are part of the grid (no :class:`InertOptionWarning` is issued).
     """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InertOptionWarning)
+        return _all_configs(coef)
+
+
+def _all_configs(coef: float) -> list[KLConfig]:
     out: list[KLConfig] = []
     for est in ESTIMATORS:
         for place in PLACEMENTS:
@@ -348,6 +428,7 @@ FIELD_CHOICES: dict[str, tuple[str, ...]] = {
     "reward_shape": REWARD_SHAPES,
     "loss_aggregation": LOSS_AGGREGATIONS,
     "importance_weighting": IMPORTANCE_WEIGHTINGS,
+    "nan_policy": NAN_POLICIES,
 }
 """The valid values of each text field of :class:`KLConfig` (the command-line syntax and the
 TRL arguments are generated from the fields and these choices)."""

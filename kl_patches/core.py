@@ -25,17 +25,33 @@ term by the same detached W_{1:u} (:func:`prefix_log_weights`).
 Deviations from the libraries, on purpose: no clamps unless the config asks for them (verl clamps
 k3, OpenRLHF clamps every estimator); the paper's default loss aggregation is a per-sequence sum,
 not a token mean.
+
+Numerics. Half-precision inputs are computed in float32 inside (k3 of bfloat16 inputs is then
+as exact as float32's, rounded once to bfloat16 at the end) and sums are taken in float32 before
+the result is cast back. k3 is ``(exp(ref_logp - logp) - 1) - (ref_logp - logp)``, the
+libraries' own formula in its most exact order (``exp(x) - 1`` and the final subtraction are
+exact near the reference; the one rounding is that of ``exp``). Finiteness: a non-finite input
+log-probability or per-token KL term on a valid token raises :class:`NonFiniteKLError` naming
+the first one's row and column, or, with ``KLConfig.nan_policy="mask"``, is dropped like
+padding and counted in :func:`nonfinite_count`; a result that overflows its dtype raises (never
+a silent inf). The check costs one reduction of the result (no extra pass for the placements'
+sums) and one host synchronisation per call; under ``torch.func`` transforms (``vmap``) it is
+skipped, since it branches on data.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from kl_patches.config import KLConfig
 
 __all__ = [
+    "NonFiniteKLError",
     "aggregate",
     "estimate",
     "full_kl",
@@ -44,6 +60,7 @@ __all__ = [
     "log_ratio",
     "loss_per_token",
     "loss_term",
+    "nonfinite_count",
     "on_last_token",
     "per_token_kl",
     "prefix_log_weights",
@@ -52,11 +69,44 @@ __all__ = [
 ]
 
 
+class NonFiniteKLError(ValueError):
+    """A non-finite log-probability or KL value on a valid token, or a KL result that overflows
+    its dtype. The message names the first bad token's row and column and the remedies."""
+
+
+_MASKED = 0
+_MASKED_LOCK = threading.Lock()
+
+
+def nonfinite_count(reset: bool = False) -> int:
+    """Valid tokens dropped by ``nan_policy="mask"`` since the last reset (this process).
+
+    Each core call that masks tokens adds their number, so a bad token that reaches both the
+    reward side and the loss side counts twice. An adapter logs it as a metric, e.g.
+    ``metrics["kl/nonfinite_masked"] = core.nonfinite_count(reset=True)`` once per step.
+    """
+    global _MASKED
+    with _MASKED_LOCK:
+        value = _MASKED
+        if reset:
+            _MASKED = 0
+    return value
+
+
+def _count_masked(n: int) -> None:
+    global _MASKED
+    with _MASKED_LOCK:
+        _MASKED += n
+
+
 def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
     return mask if mask.dtype == torch.bool else mask != 0
 
 
 def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> None:
+    shape = logp.shape
+    if len(shape) == 2 and shape == ref_logp.shape == mask.shape:
+        return
     if logp.dim() != 2:
         raise ValueError(f"log-probabilities must be [B, T]; got shape {tuple(logp.shape)}")
     if ref_logp.shape != logp.shape or mask.shape != logp.shape:
@@ -64,6 +114,415 @@ def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor
             "logp, ref_logp and mask must share one [B, T] shape; got "
             f"{tuple(logp.shape)}, {tuple(ref_logp.shape)}, {tuple(mask.shape)}"
         )
+
+
+def _check_like(name: str, other: torch.Tensor | None, logp: torch.Tensor) -> None:
+    if other is not None and other.shape != logp.shape:
+        raise ValueError(f"{name} shape {tuple(other.shape)} differs from logp {tuple(logp.shape)}")
+
+
+def _transformed() -> bool:
+    """True under torch.func transforms (vmap, grad): no data-dependent branches there."""
+    return bool(torch._C._are_functorch_transforms_active())
+
+
+def _work_dtype(*dtypes: torch.dtype) -> torch.dtype:
+    """float32 for half precision, else the widest input dtype."""
+    work = torch.float32
+    for dtype in dtypes:
+        work = torch.promote_types(work, dtype)
+    return work
+
+
+_BITS = {
+    torch.float64: torch.int64,
+    torch.float32: torch.int32,
+    torch.bfloat16: torch.int16,
+    torch.float16: torch.int16,
+}
+
+
+def _zero_invalid(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``x`` where ``valid``, +0.0 elsewhere, whatever ``x`` holds there (inf, NaN); not
+    differentiable (used inside the autograd functions and on detached values).
+
+    On CPU and CUDA it multiplies the bit pattern by the 0/1 mask (one vectorised pass,
+    several times faster than ``torch.where`` on CPU); the result is the same as
+    ``torch.where(valid, x, 0.0)``, bit for bit.
+    """
+    bits = _BITS.get(x.dtype)
+    if bits is None or x.device.type not in ("cpu", "cuda") or _transformed():
+        return torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    return x.view(bits).mul(valid).view(x.dtype)
+
+
+def _zero_invalid_(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """In-place :func:`_zero_invalid` of a fresh buffer (returns it)."""
+    bits = _BITS.get(x.dtype)
+    if bits is None or x.device.type not in ("cpu", "cuda") or _transformed():
+        return torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    x.view(bits).mul_(valid)
+    return x
+
+
+def _empty(like: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return like.new_empty(0, dtype=like.dtype if dtype is None else dtype)
+
+
+def _indicator(a: torch.Tensor, b: torch.Tensor, plain: bool) -> torch.Tensor:
+    """Float 1.0 where ``a == b``, else 0.0 (written straight into a float buffer, unless
+    under a torch.func transform: ``plain=False``, no ``out=`` there)."""
+    if not plain:
+        return (a == b).to(a.dtype)
+    return torch.eq(a, b, out=torch.empty_like(a))
+
+
+def _token_terms(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    estimator: str,
+    log_ratio_clamp: float | None,
+    kl_clamp: float | None,
+    need_grad: bool,
+    out_dtype: torch.dtype,
+    plain: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Per-token estimator values, zero where invalid: the forward of :class:`_TokenTerms`.
+
+    One pass per operation and as few new buffers as possible (on CPU a fresh buffer costs
+    as much as the arithmetic): the log-ratio, masked once in place (so padding gives 0 for
+    every estimator, with no second mask), the optional clamps, the estimator. With
+    ``need_grad`` it also returns the factor of the closed-form derivative (d/d logp of k1: 1,
+    k2: delta, k3: 1 - exp(-delta) = -factor, times the clamps' pass-through masks, which are
+    only formed then). Returns (values in ``out_dtype``, the factor or None, a probe whose
+    finiteness says the masked log-ratios are finite, or None without clamps). ``plain=False``
+    under torch.func transforms: no ``out=`` arguments (they have no batching rule).
+    """
+    if estimator not in ("k1", "k2", "k3"):
+        raise ValueError(f"estimator={estimator!r} is not valid; choose one of ['k1', 'k2', 'k3']")
+    work = _work_dtype(logp.dtype, ref_logp.dtype)
+    # k1 and k2 from delta = logp - ref_logp, k3 from d = -delta (its exp's argument): the
+    # same bits as the textbook expressions, computed in the work dtype (exact for half
+    # inputs: the difference of two bfloat16 or float16 numbers is a float32 one). A
+    # converted copy is reused in place (one buffer fewer).
+    first, second = (ref_logp, logp) if estimator == "k3" else (logp, ref_logp)
+    if first.dtype != work:
+        x = first.to(work).sub_(second)
+    elif second.dtype != work:
+        y = second.to(work)
+        # no out= under torch.func transforms; first + (-y) has the bits of first - y
+        x = torch.sub(first, y, out=y) if plain else y.neg_().add_(first)
+    else:
+        x = torch.sub(first, second)
+    clamped = log_ratio_clamp is not None or kl_clamp is not None
+    # Forward only, no clamps, a narrower output: mask the (half as wide) output instead.
+    late = not need_grad and not clamped and out_dtype != work and out_dtype in _BITS
+    if not late:
+        x = _zero_invalid_(x, valid)
+    probe = x.sum() if clamped else None
+    keep: torch.Tensor | None = None  # float 1/0: where the clamps pass the gradient
+    if log_ratio_clamp is not None:
+        if need_grad:
+            xc = x.clamp(-log_ratio_clamp, log_ratio_clamp)
+            keep = _indicator(xc, x, plain)  # torch.clamp's own pass-through rule
+            x = xc
+        else:
+            x = x.clamp_(-log_ratio_clamp, log_ratio_clamp)
+    factor: torch.Tensor | None
+    if estimator == "k1":
+        values, factor = x, keep
+    elif estimator == "k2":
+        values = (x * 0.5).mul_(x)
+        factor = x if keep is None else x * keep
+    else:
+        t = torch.exp(x).sub_(1.0)  # exp(d) - 1 and the next line are exact near d = 0
+        if need_grad:
+            if keep is not None:
+                values = t - x
+            elif plain:
+                values = torch.sub(t, x, out=x)
+            else:  # no out= under torch.func transforms; t + (-x) has the bits of t - x
+                values = x.neg_().add_(t)
+            factor = t if keep is None else t.mul_(keep)
+        else:
+            values, factor = t.sub_(x), None
+    if kl_clamp is not None:
+        if need_grad:
+            vc = values.clamp(-kl_clamp, kl_clamp)
+            keep2 = _indicator(vc, values, plain)
+            factor = keep2 if factor is None else factor * keep2
+            values = vc
+        else:
+            values = values.clamp_(-kl_clamp, kl_clamp)
+    if estimator == "k1" and factor is not None:
+        factor = _zero_invalid_(factor, valid)
+    if late:
+        return _zero_invalid_(values.to(out_dtype), valid), None, None
+    return values.to(out_dtype), factor if need_grad else None, probe
+
+
+def _token_grads(
+    grad: torch.Tensor,
+    factor: torch.Tensor | None,
+    valid: torch.Tensor,
+    estimator: str,
+    dtypes: tuple[torch.dtype, torch.dtype],
+    needs: tuple[bool, bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The backward of :class:`_TokenTerms`: one multiplication by the saved factor."""
+    if factor is None or not factor.numel():  # k1 without clamps: d k1 / d logp = 1 where valid
+        g = _zero_invalid(grad.to(_work_dtype(*dtypes)), valid)
+    else:  # factor: k1 the clamps' mask, k2 delta, k3 exp(-delta) - 1; 0 where invalid
+        g = torch.mul(grad if grad.dtype == factor.dtype else grad.to(factor.dtype), factor)
+        if estimator == "k3":
+            g.neg_()
+    return (
+        g.to(dtypes[0]) if needs[0] else None,
+        g.neg().to(dtypes[1]) if needs[1] else None,
+    )
+
+
+class _TokenTerms(torch.autograd.Function):
+    """Differentiable :func:`_token_terms`: the backward is the exact derivative in closed
+    form, one multiplication by a saved factor, instead of autograd's chain of ops (d/d
+    ref_logp is the negative of d/d logp). Outputs (values, probe)."""
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        logp: torch.Tensor,
+        ref_logp: torch.Tensor,
+        valid: torch.Tensor,
+        estimator: str,
+        log_ratio_clamp: float | None,
+        kl_clamp: float | None,
+        out_dtype: torch.dtype,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        values, factor, probe = _token_terms(
+            logp, ref_logp, valid, estimator, log_ratio_clamp, kl_clamp, True, out_dtype
+        )
+        ctx.save_for_backward(factor, valid)  # type: ignore[arg-type]
+        if probe is None:
+            probe = _empty(values)
+        ctx.mark_non_differentiable(probe)
+        ctx.estimator = estimator  # type: ignore[attr-defined]
+        ctx.dtypes = (logp.dtype, ref_logp.dtype)  # type: ignore[attr-defined]
+        return values, probe
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor, _: torch.Tensor
+    ) -> tuple[torch.Tensor | None, ...]:
+        factor, valid = ctx.saved_tensors  # type: ignore[attr-defined]
+        needs = tuple(ctx.needs_input_grad[:2])  # type: ignore[attr-defined]
+        estimator, dtypes = ctx.estimator, ctx.dtypes  # type: ignore[attr-defined]
+        grads = _token_grads(grad, factor, valid, estimator, dtypes, needs)
+        return (*grads, None, None, None, None, None)
+
+
+class _TokenTermsVmap(torch.autograd.Function):
+    """:class:`_TokenTerms` in the ``setup_context`` form that ``torch.func`` transforms
+    (``vmap``) need; slower to call, so used only under a transform."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(
+        logp: torch.Tensor,
+        ref_logp: torch.Tensor,
+        valid: torch.Tensor,
+        estimator: str,
+        log_ratio_clamp: float | None,
+        kl_clamp: float | None,
+        out_dtype: torch.dtype,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        values, factor, probe = _token_terms(
+            logp, ref_logp, valid, estimator, log_ratio_clamp, kl_clamp, True, out_dtype, False
+        )
+        return (
+            values,
+            _empty(values) if factor is None else factor,
+            _empty(values) if probe is None else probe,
+        )
+
+    @staticmethod
+    def setup_context(
+        ctx: torch.autograd.function.FunctionCtx, inputs: tuple[Any, ...], output: tuple[Any, ...]
+    ) -> None:
+        logp, ref_logp, valid, estimator = inputs[:4]
+        _, factor, probe = output
+        ctx.save_for_backward(factor, valid)
+        ctx.mark_non_differentiable(factor, probe)
+        ctx.estimator = estimator  # type: ignore[attr-defined]
+        ctx.dtypes = (logp.dtype, ref_logp.dtype)  # type: ignore[attr-defined]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor, *_: torch.Tensor
+    ) -> tuple[torch.Tensor | None, ...]:
+        factor, valid = ctx.saved_tensors  # type: ignore[attr-defined]
+        needs = tuple(ctx.needs_input_grad[:2])  # type: ignore[attr-defined]
+        estimator, dtypes = ctx.estimator, ctx.dtypes  # type: ignore[attr-defined]
+        grads = _token_grads(grad, factor, valid, estimator, dtypes, needs)
+        return (*grads, None, None, None, None, None)
+
+
+def _values(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    estimator: str | None = None,
+    kl_clamp: float | bool | None = True,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(per-token values, zero where invalid, in ``out_dtype`` (default: the work dtype);
+    the probe). Unchecked. Without a gradient to take it calls :func:`_token_terms` directly
+    (an autograd.Function call costs more than the arithmetic here)."""
+    args = (
+        logp,
+        ref_logp,
+        valid,
+        config.estimator if estimator is None else estimator,
+        config.log_ratio_clamp,
+        config.kl_clamp if kl_clamp is True else kl_clamp,
+    )
+    dtype = _work_dtype(logp.dtype, ref_logp.dtype) if out_dtype is None else out_dtype
+    if _transformed():
+        values, _, probe = _TokenTermsVmap.apply(*args, dtype)  # type: ignore[no-untyped-call]
+    elif torch.is_grad_enabled() and (logp.requires_grad or ref_logp.requires_grad):
+        values, probe = _TokenTerms.apply(*args, dtype)  # type: ignore[no-untyped-call]
+    else:
+        values, _, probe = _token_terms(*args, False, dtype)
+    return values, probe
+
+
+def _finite(out: torch.Tensor | None, probe: torch.Tensor | None = None) -> bool:
+    """One reduction and one synchronisation: True when ``out`` (and the probe) are finite.
+
+    A sum of finite values can overflow: then the slow path looks token by token.
+    """
+    if _transformed():
+        return True
+    flag = None if out is None else (out.sum() if out.dim() else out)
+    if probe is not None and probe.numel():
+        flag = probe if flag is None else flag + probe
+    if flag is None:
+        return True
+    return math.isfinite(float(flag.detach()))  # float(): cheaper than torch.isfinite
+
+
+def _bad_tokens(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    extra: tuple[torch.Tensor | None, ...] = (),
+) -> torch.Tensor:
+    """Bool ``[B, T]``: valid tokens whose inputs, log-ratio or per-token term is not finite."""
+    with torch.no_grad():
+        work = _work_dtype(logp.dtype, ref_logp.dtype)
+        ok = torch.isfinite(ref_logp.to(work) - logp.to(work))
+        if config.granularity == "token":
+            values, _ = _values(logp.detach(), ref_logp.detach(), valid, config)
+            ok &= torch.isfinite(values)
+        for other in extra:
+            if other is not None:
+                ok &= torch.isfinite(other)
+        return valid & ~ok
+
+
+def _describe(x: torch.Tensor, row: int, col: int) -> str:
+    return f"{float(x[row, col]):g}"
+
+
+def _policy(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    what: str,
+    extra: tuple[tuple[str, torch.Tensor | None], ...] = (),
+) -> torch.Tensor | None:
+    """Slow path: None when no valid token is bad; else raise (``nan_policy="raise"``) or
+    return the mask without the bad tokens, counted in :func:`nonfinite_count`."""
+    bad = _bad_tokens(logp, ref_logp, valid, config, tuple(t for _, t in extra))
+    n = int(bad.sum())
+    if n == 0:
+        return None
+    if config.nan_policy == "mask":
+        _count_masked(n)
+        return valid & ~bad
+    first = int(bad.flatten().nonzero()[0])
+    row, col = divmod(first, bad.shape[1])
+    lp, rl = float(logp[row, col]), float(ref_logp[row, col])
+    parts = [f"logp={lp:g}", f"ref_logp={rl:g}"]
+    parts += [f"{name}={_describe(t, row, col)}" for name, t in extra if t is not None]
+    if not (math.isfinite(lp) and math.isfinite(rl)) or any(
+        t is not None and not math.isfinite(float(t[row, col])) for _, t in extra
+    ):
+        cause = "an input log-probability is not finite"
+    elif not math.isfinite(rl - lp):
+        cause = "the log-ratio overflows"
+    else:
+        work = _work_dtype(logp.dtype, ref_logp.dtype)
+        cause = (
+            f"{config.estimator} of log-ratio ref_logp - logp = {rl - lp:g} overflows "
+            f"{str(work).removeprefix('torch.')}; bound it with KLConfig.log_ratio_clamp"
+        )
+    raise NonFiniteKLError(
+        f"kl_patches.core.{what}: non-finite KL at row {row}, column {col} ({n} valid "
+        f"token(s) in all; {', '.join(parts)}): {cause}; fix the inputs, or set "
+        "KLConfig.nan_policy='mask' to drop such tokens (counted by "
+        "kl_patches.core.nonfinite_count())"
+    )
+
+
+def _overflow(out: torch.Tensor, what: str) -> NonFiniteKLError:
+    where = ""
+    if out.dim() >= 1:
+        index = int((~torch.isfinite(out.detach())).flatten().nonzero()[0])
+        where = f" in row {index // out.shape[1] if out.dim() == 2 else index}"
+        if out.dim() == 2:
+            where += f", column {index % out.shape[1]}"
+    dtype = str(out.dtype).removeprefix("torch.")
+    return NonFiniteKLError(
+        f"kl_patches.core.{what}: the result overflows {dtype}{where} although every input "
+        "and per-token term is finite; bound the KL with KLConfig.log_ratio_clamp or "
+        "kl_clamp, or compute in a wider dtype"
+    )
+
+
+def _guarded(
+    fast: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    what: str,
+    extra: tuple[tuple[str, torch.Tensor | None], ...] = (),
+    probe_covers: bool = False,
+) -> torch.Tensor:
+    """Run ``fast(valid) -> (result, probe)`` under the finiteness policy.
+
+    ``probe_covers``: the probe alone decides (the clamps bound every value, so only a
+    non-finite log-ratio, which the probe sees, can make one non-finite): no pass over the
+    result.
+    """
+    out, probe = fast(valid)
+    if _finite(None if probe_covers else out, probe):
+        return out
+    reduced = _policy(logp, ref_logp, valid, config, what, extra)
+    if reduced is not None:
+        out, probe = fast(reduced)
+        if _finite(out, probe):
+            return out
+    if bool(torch.isfinite(out.detach()).all()):
+        return out  # only the check's own sum overflowed
+    raise _overflow(out, what)
 
 
 def estimate(delta: torch.Tensor, estimator: str) -> torch.Tensor:
@@ -81,6 +540,10 @@ def _clamp(x: torch.Tensor, c: float | None) -> torch.Tensor:
     return x if c is None else x.clamp(-c, c)
 
 
+def _plus(probe: torch.Tensor | None, other: torch.Tensor) -> torch.Tensor:
+    return other if probe is None or not probe.numel() else probe + other
+
+
 def log_ratio(logp: torch.Tensor, ref_logp: torch.Tensor, config: KLConfig) -> torch.Tensor:
     """delta = logp - ref_logp, clamped to ``config.log_ratio_clamp`` when set."""
     return _clamp(logp - ref_logp, config.log_ratio_clamp)
@@ -91,13 +554,31 @@ def kl_terms(
 ) -> torch.Tensor:
     """Per-token estimator values ``[B, T]``, differentiable through ``logp``; 0 on padding.
 
-    The granularity is not used here: these are always the per-token values.
+    The granularity is not used here: these are always the per-token values. Computed in
+    float32 for half-precision inputs, returned in ``logp``'s dtype; non-finite values follow
+    ``config.nan_policy``.
     """
     _check_shapes(logp, ref_logp, mask)
-    m = _bool_mask(mask)
-    delta = torch.where(m, log_ratio(logp, ref_logp, config), torch.zeros_like(logp))
-    values = _clamp(estimate(delta, config.estimator), config.kl_clamp)
-    return torch.where(m, values, torch.zeros_like(values))
+
+    def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return _values(logp, ref_logp, valid, config, out_dtype=logp.dtype)
+
+    # kl_clamp bounds every value: non-finite only from a NaN log-ratio, which the probe sees
+    covers = config.kl_clamp is not None and config.kl_clamp <= torch.finfo(logp.dtype).max
+    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "kl_terms", probe_covers=covers)
+
+
+def _sequence(
+    logp: torch.Tensor, ref_logp: torch.Tensor, valid: torch.Tensor, config: KLConfig
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(sequence estimates ``[B]`` in the work dtype, probe). Unchecked."""
+    if config.granularity == "token":
+        values, probe = _values(logp, ref_logp, valid, config)
+        return values.sum(-1), probe
+    delta, probe = _values(logp, ref_logp, valid, config, estimator="k1", kl_clamp=None)
+    total = delta.sum(-1)
+    value = _clamp(estimate(total, config.estimator), config.kl_clamp)
+    return value, _plus(probe, total.detach().sum())
 
 
 def sequence_kl(
@@ -106,14 +587,16 @@ def sequence_kl(
     """Sequence-level estimate ``[B]`` under ``config.granularity``.
 
     ``token``: sum over the sequence of the per-token values; ``sequence``: the estimator of the
-    summed log-ratio S = sum_t delta_t (``kl_clamp`` then bounds the sequence value).
+    summed log-ratio S = sum_t delta_t (``kl_clamp`` then bounds the sequence value). Summed in
+    float32 or wider, returned in ``logp``'s dtype.
     """
-    if config.granularity == "token":
-        return kl_terms(logp, ref_logp, mask, config).sum(-1)
     _check_shapes(logp, ref_logp, mask)
-    m = _bool_mask(mask)
-    delta = torch.where(m, log_ratio(logp, ref_logp, config), torch.zeros_like(logp))
-    return _clamp(estimate(delta.sum(-1), config.estimator), config.kl_clamp)
+
+    def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        value, probe = _sequence(logp, ref_logp, valid, config)
+        return value.to(logp.dtype), probe
+
+    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "sequence_kl")
 
 
 def reward_penalty(
@@ -158,24 +641,28 @@ def reward_penalty(
             ratio_logp=ratio_logp,
         )
     if behaviour_logp is not None:
-        if behaviour_logp.shape != logp.shape:
-            raise ValueError(
-                f"behaviour_logp shape {tuple(behaviour_logp.shape)} differs from logp "
-                f"{tuple(logp.shape)}"
-            )
+        _check_like("behaviour_logp", behaviour_logp, logp)
         logp = behaviour_logp
     _check_shapes(logp, ref_logp, mask)
     logp, ref_logp = logp.detach(), ref_logp.detach()
     if config.reward_shape == "reward_to_go":
         if not config.has_reward:
             return torch.zeros_like(logp)
-        terms = kl_terms(logp, ref_logp, mask, config)
-        to_go = terms.flip(-1).cumsum(-1).flip(-1)
-        m = _bool_mask(mask)
-        return config.coef * torch.where(m, to_go, torch.zeros_like(to_go))
+
+        def to_go(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+            terms, probe = _values(logp, ref_logp, valid, config)
+            total = terms.flip(-1).cumsum(-1).flip(-1)
+            return _zero_invalid(total, valid).mul_(config.coef).to(logp.dtype), probe
+
+        return _guarded(to_go, logp, ref_logp, _bool_mask(mask), config, "reward_penalty")
     if not config.has_reward:
         return torch.zeros(logp.shape[0], dtype=logp.dtype, device=logp.device)
-    return config.coef * sequence_kl(logp, ref_logp, mask, config)
+
+    def sequence(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        value, probe = _sequence(logp, ref_logp, valid, config)
+        return (value * config.coef).to(logp.dtype), probe
+
+    return _guarded(sequence, logp, ref_logp, _bool_mask(mask), config, "reward_penalty")
 
 
 def prefix_log_weights(
@@ -190,17 +677,17 @@ def prefix_log_weights(
     sum: a masked-out token (padding, or a prompt/tool token inside the row) has ratio 1.
     ``is_clip`` caps each prefix weight from above, min(W_{1:u}, c), i.e. log W at log c.
     Zero (weight 1) on padding. Computed in float32 or wider; returned in ``logp``'s dtype.
+    A non-finite log-prob on a valid token makes the weights from there on non-finite (the
+    callers apply the finiteness policy).
     """
     _check_shapes(logp, behaviour_logp, mask)
     m = _bool_mask(mask)
-    work = torch.promote_types(logp.dtype, torch.float32)
-    step = torch.where(
-        m, logp.detach().to(work) - behaviour_logp.detach().to(work), torch.zeros((), dtype=work)
-    )
+    work = _work_dtype(logp.dtype, behaviour_logp.dtype)
+    step = _zero_invalid(logp.detach().to(work) - behaviour_logp.detach().to(work), m)
     log_w = step.cumsum(-1)
     if is_clip is not None:
         log_w = log_w.clamp(max=math.log(is_clip))
-    return torch.where(m, log_w, torch.zeros_like(log_w)).to(logp.dtype)
+    return _zero_invalid(log_w, m).to(logp.dtype)
 
 
 def importance_weighted_penalty(
@@ -238,7 +725,8 @@ def importance_weighted_penalty(
         for the task reward as well).
     Either way E_mu[sum_t grad log pi_t * P_t] = coef * E_pi[sum_t grad log pi_t sum_{u>=t} k_u],
     for k1 coef * grad KL(pi || pi_ref), when is_clip is None (and mu > 0 wherever pi > 0).
-    Computed in float32 or wider; returned in ``logp``'s dtype.
+    Computed in float32 or wider; returned in ``logp``'s dtype. A non-finite ``behaviour_logp``
+    or ``ratio_logp`` on a valid token counts as a bad token of ``config.nan_policy``.
     """
     if config.importance_weighting != "sequence":
         raise ValueError(
@@ -246,33 +734,34 @@ def importance_weighted_penalty(
             f"importance_weighting={config.importance_weighting!r} (use reward_penalty)"
         )
     _check_shapes(logp, ref_logp, mask)
-    if behaviour_logp.shape != logp.shape:
-        raise ValueError(
-            f"behaviour_logp shape {tuple(behaviour_logp.shape)} differs from logp "
-            f"{tuple(logp.shape)}"
-        )
-    if ratio_logp is not None and ratio_logp.shape != logp.shape:
-        raise ValueError(
-            f"ratio_logp shape {tuple(ratio_logp.shape)} differs from logp {tuple(logp.shape)}"
-        )
+    _check_like("behaviour_logp", behaviour_logp, logp)
+    _check_like("ratio_logp", ratio_logp, logp)
     if not config.has_reward:
         return torch.zeros_like(logp).detach()
-    m = _bool_mask(mask)
-    work = torch.promote_types(logp.dtype, torch.float32)
-    lp = logp.detach().to(work)
-    terms = kl_terms(lp, ref_logp.detach().to(work), mask, config)
-    log_w = prefix_log_weights(lp, behaviour_logp.to(work), mask, config.is_clip)
-    zero = torch.zeros((), dtype=work)
-    weighted = torch.where(m, torch.exp(log_w) * terms, zero)
-    penalty = weighted.flip(-1).cumsum(-1).flip(-1)
-    if config.reward_shape == "sequence":
-        past = terms.cumsum(-1) - terms
-        penalty = penalty + torch.where(m, torch.exp(log_w) * past, zero)
-    if trainer_ratio:
-        denom = behaviour_logp if ratio_logp is None else ratio_logp
-        log_ratio_t = torch.where(m, lp - denom.detach().to(work), zero)
-        penalty = penalty * torch.exp(-log_ratio_t)
-    return (config.coef * torch.where(m, penalty, zero)).to(logp.dtype)
+    work = _work_dtype(logp.dtype, ref_logp.dtype)
+    lp, rl = logp.detach().to(work), ref_logp.detach().to(work)
+    behaviour = behaviour_logp.detach().to(work)
+    ratio = None if ratio_logp is None else ratio_logp.detach().to(work)
+
+    def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        terms, probe = _values(lp, rl, valid, config)
+        # the log-ratios to mu and to the ratio policy enter the check (a clipped or zero
+        # weight would hide a non-finite one)
+        probe = _plus(probe, _zero_invalid(lp - behaviour, valid).sum())
+        if trainer_ratio and ratio is not None:
+            probe = probe + _zero_invalid(lp - ratio, valid).sum()
+        weight = torch.exp(prefix_log_weights(lp, behaviour, valid, config.is_clip))
+        penalty = _zero_invalid(weight * terms, valid).flip(-1).cumsum(-1).flip(-1)
+        if config.reward_shape == "sequence":
+            past = terms.cumsum(-1) - terms
+            penalty = penalty + _zero_invalid(weight * past, valid)
+        if trainer_ratio:
+            denom = behaviour if ratio is None else ratio
+            penalty = penalty * torch.exp(-_zero_invalid(lp - denom, valid))
+        return (config.coef * _zero_invalid(penalty, valid)).to(logp.dtype), probe
+
+    extra = (("behaviour_logp", behaviour), ("ratio_logp", ratio if trainer_ratio else None))
+    return _guarded(fast, lp, rl, _bool_mask(mask), config, "importance_weighted_penalty", extra)
 
 
 def _last_token(mask: torch.Tensor) -> torch.Tensor:
@@ -299,10 +788,69 @@ def per_token_kl(
 ) -> torch.Tensor:
     """The monitor libraries log as "the KL": each row's sequence estimate / its length, ``[B]``.
 
-    Detached; a row with no valid token gives 0.
+    Detached; a row with no valid token gives 0. Tokens dropped by ``nan_policy="mask"`` do
+    not count in the length.
     """
-    seq = sequence_kl(logp.detach(), ref_logp.detach(), mask, config)
-    return seq / _bool_mask(mask).sum(-1).clamp(min=1)
+    _check_shapes(logp, ref_logp, mask)
+    logp, ref_logp = logp.detach(), ref_logp.detach()
+
+    def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        value, probe = _sequence(logp, ref_logp, valid, config)
+        return (value / valid.sum(-1).clamp(min=1)).to(logp.dtype), probe
+
+    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "per_token_kl")
+
+
+def _loss_values(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    old_logp: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(loss-side values ``[B, T]`` in the work dtype, zero where invalid; probe). Unchecked."""
+    if config.granularity == "sequence":
+        seq, probe = _sequence(logp, ref_logp, valid, config)
+        return on_last_token(seq, valid), probe
+    terms, probe = _values(logp, ref_logp, valid, config)
+    if config.importance_weighting == "sequence":
+        assert old_logp is not None  # checked by the callers
+        steps = _zero_invalid(logp.detach().to(terms.dtype) - old_logp.to(terms.dtype), valid)
+        weighted = _prefix_weighted_loss_terms(terms, logp, valid, config, old_logp)
+        return weighted, _plus(probe, steps.sum())  # clipping would hide a non-finite step
+    if config.importance_weighting == "token":
+        assert old_logp is not None  # checked by the callers
+        log_w = torch.where(
+            valid,
+            logp.to(terms.dtype) - old_logp.detach().to(terms.dtype),
+            torch.zeros((), dtype=terms.dtype, device=terms.device),
+        )
+        terms = torch.exp(log_w) * terms
+        probe = _plus(probe, log_w.detach().sum())  # a weight exp(-inf) = 0 hides old_logp=inf
+    return terms, probe
+
+
+def _check_old(config: KLConfig, old_logp: torch.Tensor | None, logp: torch.Tensor) -> None:
+    if config.granularity == "sequence" or config.importance_weighting == "none":
+        return
+    if old_logp is None:
+        if config.importance_weighting == "token":
+            raise ValueError(
+                "importance_weighting='token' needs old_logp (the sampling policy's log-probs)"
+            )
+        raise ValueError(
+            "importance_weighting='sequence' needs old_logp (the behaviour policy's log-probs) "
+            "for the loss side's prefix weights"
+        )
+    _check_like("old_logp", old_logp, logp)
+
+
+def _old_extra(
+    config: KLConfig, old_logp: torch.Tensor | None
+) -> tuple[tuple[str, torch.Tensor | None], ...]:
+    if config.granularity == "sequence" or config.importance_weighting == "none":
+        return ()
+    return (("old_logp", None if old_logp is None else old_logp.detach()),)
 
 
 def loss_per_token(
@@ -319,27 +867,24 @@ def loss_per_token(
     weight W_{1:u} of :func:`prefix_log_weights` (``old_logp`` = the behaviour policy's
     log-probs, required) when ``importance_weighting="sequence"``. Sequence granularity: the
     sequence estimate sits on each row's last valid token, zeros elsewhere, so every
-    aggregation treats it as one term per sequence.
+    aggregation treats it as one term per sequence. Returned in ``logp``'s dtype.
     """
-    if config.granularity == "sequence":
-        seq = sequence_kl(logp, ref_logp, mask, config)
-        return on_last_token(seq, mask)
-    terms = kl_terms(logp, ref_logp, mask, config)
-    if config.importance_weighting == "sequence":
-        return _prefix_weighted_loss_terms(terms, logp, mask, config, old_logp)
-    if config.importance_weighting == "token":
-        if old_logp is None:
-            raise ValueError(
-                "importance_weighting='token' needs old_logp (the sampling policy's log-probs)"
-            )
-        if old_logp.shape != logp.shape:
-            raise ValueError(
-                f"old_logp shape {tuple(old_logp.shape)} differs from logp {tuple(logp.shape)}"
-            )
-        m = _bool_mask(mask)
-        log_w = torch.where(m, logp - old_logp.detach(), torch.zeros_like(logp))
-        terms = torch.exp(log_w) * terms
-    return terms
+    _check_shapes(logp, ref_logp, mask)
+    _check_old(config, old_logp, logp)
+
+    def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        values, probe = _loss_values(logp, ref_logp, valid, config, old_logp)
+        return values.to(logp.dtype), probe
+
+    return _guarded(
+        fast,
+        logp,
+        ref_logp,
+        _bool_mask(mask),
+        config,
+        "loss_per_token",
+        _old_extra(config, old_logp),
+    )
 
 
 def _prefix_weighted_loss_terms(
@@ -352,20 +897,108 @@ def _prefix_weighted_loss_terms(
     """Loss side of ``importance_weighting="sequence"``: each term times its detached W_{1:u}.
 
     E_mu[sum_u W_{1:u} grad k_u] = E_pi[sum_u grad k_u]: the path-wise term of the on-policy
-    loss side, so reward + loss with one coefficient stays unbiased off-policy.
+    loss side, so reward + loss with one coefficient stays unbiased off-policy. ``terms`` are
+    zero where invalid and W is 1 there, so the product needs no mask.
     """
-    if old_logp is None:
+    assert old_logp is not None  # checked by the callers
+    log_w = prefix_log_weights(logp.to(terms.dtype), old_logp.to(terms.dtype), mask, config.is_clip)
+    return torch.exp(log_w) * terms
+
+
+class _ZeroInvalid(torch.autograd.Function):
+    """Differentiable :func:`_zero_invalid` (the mask passes the gradient where valid)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        return _zero_invalid(x, valid)
+
+    @staticmethod
+    def setup_context(
+        ctx: torch.autograd.function.FunctionCtx, inputs: tuple[Any, ...], output: torch.Tensor
+    ) -> None:
+        ctx.save_for_backward(inputs[1])
+
+    @staticmethod
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+    ) -> tuple[torch.Tensor, None]:
+        (valid,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        return _ZeroInvalid.apply(grad, valid), None  # type: ignore[no-untyped-call]
+
+
+def _count_check(name: str, value: float | torch.Tensor | None, valid: torch.Tensor) -> bool:
+    """Validate a Python-number denominator; True when it is 0 with no valid token (result 0).
+
+    Tensors are not inspected here (that would synchronise): a zero tensor denominator gives a
+    non-finite result, which the callers diagnose.
+    """
+    if value is None or isinstance(value, torch.Tensor):
+        return False
+    number = float(value)
+    if number > 0 and math.isfinite(number):
+        return False
+    tokens = int(valid.sum())
+    if number == 0 and tokens == 0:
+        return True
+    raise ValueError(
+        f"{name}={value!r} is not valid with {tokens} valid token(s); pass a finite count > 0 "
+        f"(or 0 only for a micro-batch without valid tokens)"
+    )
+
+
+def _reduce(
+    values: torch.Tensor,
+    valid: torch.Tensor,
+    mode: str,
+    normalizer: float | torch.Tensor | None,
+    num_sequences: float | torch.Tensor | None,
+) -> torch.Tensor:
+    """:func:`aggregate` of values that are already zero where invalid."""
+    if mode not in ("sum", "token_mean", "seq_mean_token_mean"):
         raise ValueError(
-            "importance_weighting='sequence' needs old_logp (the behaviour policy's log-probs) "
-            "for the loss side's prefix weights"
+            f"loss_aggregation={mode!r} is not valid; choose one of "
+            "['sum', 'token_mean', 'seq_mean_token_mean']"
         )
-    if old_logp.shape != logp.shape:
-        raise ValueError(
-            f"old_logp shape {tuple(old_logp.shape)} differs from logp {tuple(logp.shape)}"
-        )
-    log_w = prefix_log_weights(logp, old_logp, mask, config.is_clip)
-    m = _bool_mask(mask)
-    return torch.where(m, torch.exp(log_w) * terms, torch.zeros_like(terms))
+    empty = values.shape[0] == 0
+    if mode == "token_mean":
+        if normalizer is None:
+            return values.sum() / valid.sum().clamp(min=1)
+        if _count_check("normalizer", normalizer, valid):
+            return values.sum()
+        return values.sum() / normalizer
+    if _count_check("num_sequences", num_sequences, valid):
+        return values.sum()
+    if mode == "sum":
+        if num_sequences is None:
+            return values.sum() if empty else values.sum() / values.shape[0]
+        return values.sum() / num_sequences
+    per_row = values.sum(-1) / valid.sum(-1).clamp(min=1)
+    if num_sequences is None:
+        return per_row.sum() if empty else per_row.mean()
+    return per_row.sum() / num_sequences
+
+
+def _zero_denominator(
+    out: torch.Tensor,
+    valid: torch.Tensor,
+    normalizer: float | torch.Tensor | None,
+    num_sequences: float | torch.Tensor | None,
+    zero: Callable[[], torch.Tensor],
+) -> torch.Tensor | None:
+    """For a non-finite result: 0 (from ``zero()``) when a tensor denominator is 0 and no
+    token is valid; raise ValueError naming it when it is 0 with valid tokens; else None."""
+    for name, value in (("normalizer", normalizer), ("num_sequences", num_sequences)):
+        if isinstance(value, torch.Tensor) and not bool((value != 0).all()):
+            tokens = int(valid.sum())
+            if tokens == 0:
+                return zero()
+            raise ValueError(
+                f"{name}={value!r} is not valid with {tokens} valid token(s); pass a finite "
+                "count > 0 (or 0 only for a micro-batch without valid tokens)"
+            )
+    return None
 
 
 def aggregate(
@@ -385,22 +1018,20 @@ def aggregate(
     split an optimiser step into micro-batches (and data-parallel ranks) divide each
     micro-batch's sum by the step's sequence count per rank, so the micro-batch terms add up to
     one mean over the step.
+
+    An empty batch (B=0) gives 0. A ``normalizer`` or ``num_sequences`` of 0 gives 0 when no
+    token is valid and a ValueError otherwise (as does a negative or non-finite one).
     """
     m = _bool_mask(mask)
-    masked = torch.where(m, values, torch.zeros_like(values))
-    rows = values.shape[0] if num_sequences is None else num_sequences
-    if mode == "sum":
-        return masked.sum() / rows
-    if mode == "token_mean":
-        denom = m.sum().clamp(min=1) if normalizer is None else normalizer
-        return masked.sum() / denom
-    if mode == "seq_mean_token_mean":
-        per_row = masked.sum(-1) / m.sum(-1).clamp(min=1)
-        return per_row.mean() if num_sequences is None else per_row.sum() / num_sequences
-    raise ValueError(
-        f"loss_aggregation={mode!r} is not valid; choose one of "
-        "['sum', 'token_mean', 'seq_mean_token_mean']"
-    )
+    masked = _ZeroInvalid.apply(values, m)  # type: ignore[no-untyped-call]
+    out = _reduce(masked, m, mode, normalizer, num_sequences)
+    if (isinstance(normalizer, torch.Tensor) or isinstance(num_sequences, torch.Tensor)) and (
+        not _finite(out)
+    ):
+        zero = _zero_denominator(out, m, normalizer, num_sequences, lambda: masked.sum())
+        if zero is not None:
+            return zero
+    return out
 
 
 def loss_term(
@@ -414,17 +1045,118 @@ def loss_term(
 ) -> torch.Tensor:
     """Differentiable scalar, already times the loss coefficient, to add to the loss.
 
-    ``normalizer`` and ``num_sequences`` are :func:`aggregate`'s. A zero that stays connected to
-    ``logp`` when the config has no loss side.
+    ``normalizer`` and ``num_sequences`` are :func:`aggregate`'s. An exact zero that stays
+    connected to ``logp`` when the config has no loss side (whatever ``logp`` holds). Summed
+    in float32 or wider, returned in ``logp``'s dtype; the finiteness check is that of the
+    scalar itself (no extra pass).
     """
     _check_shapes(logp, ref_logp, mask)
     if not config.has_loss:
-        m = _bool_mask(mask)
-        return torch.where(m, logp, torch.zeros_like(logp)).sum() * 0.0
-    values = loss_per_token(logp, ref_logp, mask, config, old_logp)
-    return config.loss_coef_value * aggregate(
-        values, mask, config.loss_aggregation, normalizer=normalizer, num_sequences=num_sequences
-    )
+        return logp[:0].sum()
+    _check_old(config, old_logp, logp)
+    valid = _bool_mask(mask)
+
+    def fast(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        values, probe = _loss_values(logp, ref_logp, v, config, old_logp)
+        total = _reduce(values, v, config.loss_aggregation, normalizer, num_sequences)
+        return (config.loss_coef_value * total).to(logp.dtype), probe
+
+    try:
+        return _guarded(
+            fast, logp, ref_logp, valid, config, "loss_term", _old_extra(config, old_logp)
+        )
+    except NonFiniteKLError:
+        zero = _zero_denominator(
+            torch.zeros(()), valid, normalizer, num_sequences, lambda: logp[:0].sum()
+        )
+        if zero is None:
+            raise
+        return zero
+
+
+def _full_kl_chunk(
+    logits: torch.Tensor, ref_logits: torch.Tensor, work: torch.dtype, keep_ref: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(pi, log pi - log pi_ref with the xlogy convention, pi_ref or None) of one chunk of
+    rows, in three ``[rows, V]`` buffers of the work dtype at most.
+
+    xlogy convention: a slot with pi = 0 contributes 0, whatever pi_ref is there. log pi -
+    log pi_ref is -inf only where log pi is (pi = 0) and NaN only where both are -inf (a
+    padded vocabulary); both become 0. +inf (pi > 0 where pi_ref = 0) stays: the KL is inf.
+    """
+    lp = torch.log_softmax(logits, dim=-1, dtype=work)
+    ref_lp = torch.log_softmax(ref_logits, dim=-1, dtype=work)
+    diff = torch.sub(lp, ref_lp).nan_to_num_(nan=0.0, neginf=0.0, posinf=math.inf)
+    ref_p = ref_lp.exp_() if keep_ref else None
+    del ref_lp
+    return lp.exp_(), diff, ref_p
+
+
+class _FullKL(torch.autograd.Function):
+    """Chunked exact KL over the vocabulary that saves nothing but its inputs and ``[N]``
+    output: the backward recomputes each chunk's log-softmaxes (one more forward's work) and
+    writes its gradient, d KL / d logits = pi * (log pi - log pi_ref - KL) and
+    d KL / d ref_logits = pi_ref - pi, straight into the gradient tensor."""
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        flat: torch.Tensor,
+        ref_flat: torch.Tensor,
+        valid: torch.Tensor,
+        chunk_size: int,
+    ) -> torch.Tensor:
+        work = _work_dtype(flat.dtype, ref_flat.dtype)
+        out = torch.empty(flat.shape[0], dtype=work, device=flat.device)
+        for start in range(0, flat.shape[0], chunk_size):
+            stop = start + chunk_size
+            p, diff, _ = _full_kl_chunk(flat[start:stop], ref_flat[start:stop], work)
+            out[start:stop] = p.mul_(diff).sum(-1)
+            del p, diff
+        out = _zero_invalid_(out, valid)
+        ctx.save_for_backward(flat, ref_flat, valid, out)
+        ctx.chunk_size = chunk_size  # type: ignore[attr-defined]
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
+        flat, ref_flat, valid, kl = ctx.saved_tensors  # type: ignore[attr-defined]
+        need, need_ref = ctx.needs_input_grad[:2]  # type: ignore[attr-defined]
+        chunk = ctx.chunk_size  # type: ignore[attr-defined]
+        g = _zero_invalid(grad.to(kl.dtype), valid)
+        valid_rows = valid.cpu()
+        grad_flat = torch.empty_like(flat) if need else None
+        grad_ref = torch.empty_like(ref_flat) if need_ref else None
+        for start in range(0, flat.shape[0], chunk):
+            stop = start + chunk
+            p, diff, ref_p = _full_kl_chunk(
+                flat[start:stop], ref_flat[start:stop], kl.dtype, keep_ref=need_ref
+            )
+            rows = g[start:stop, None]
+            partial = not bool(valid_rows[start:stop].all())  # rows of garbage may be NaN
+            if grad_ref is not None and ref_p is not None:
+                piece = ref_p.sub_(p).mul_(rows)
+                if partial:
+                    piece = _zero_invalid_(piece, valid[start:stop, None])
+                grad_ref[start:stop] = piece
+                del ref_p, piece
+            if grad_flat is not None:
+                piece = diff.sub_(kl[start:stop, None]).mul_(p).mul_(rows)
+                if partial:
+                    piece = _zero_invalid_(piece, valid[start:stop, None])
+                grad_flat[start:stop] = piece
+            del p, diff
+        return grad_flat, grad_ref, None, None
+
+
+def _full_kl_apply(
+    flat: torch.Tensor, ref_flat: torch.Tensor, valid: torch.Tensor, chunk_size: int
+) -> torch.Tensor:
+    out: torch.Tensor = _FullKL.apply(flat, ref_flat, valid, chunk_size)  # type: ignore[no-untyped-call]
+    return out
 
 
 def full_kl(
@@ -432,13 +1164,28 @@ def full_kl(
     ref_logits: torch.Tensor,
     mask: torch.Tensor,
     chunk_size: int = 1024,
+    nan_policy: str = "raise",
 ) -> torch.Tensor:
     """Exact per-token KL(pi(.|s_t) || pi_ref(.|s_t)) over the vocabulary, ``[B, T]``.
 
     A low-variance monitor: its sum over a sequence is an unbiased estimate of the sequence KL.
-    Computed over ``chunk_size`` tokens at a time (in float32 for half-precision inputs), so the
-    extra memory is a few ``[chunk_size, V]`` buffers, never a second ``[B, T, V]`` tensor.
-    Differentiable when the inputs require grad. Returns float32 or wider; 0 on padding.
+    Computed over ``chunk_size`` tokens at a time (in float32 for half-precision inputs); a
+    vocabulary slot where pi is 0 (a ``-inf`` logit, also in both models: a padded
+    vocabulary) contributes 0 (the xlogy convention). Differentiable when the inputs require
+    grad. Returns float32 or wider; 0 on padding.
+
+    Memory: a few (three or four) ``[chunk_size, V]`` buffers of the work dtype, never a
+    second ``[B, T, V]`` tensor, also with grad: the graph keeps only the inputs and the
+    ``[B, T]`` result, and the backward recomputes each chunk (about one more forward's time)
+    and writes the ``[B, T, V]`` gradient itself (inherent: as large as the logits). Measured
+    at 2048 x 32000 float32 (250 MiB per input), chunk 1024: peak RSS increase 382 MiB
+    forward, 635 MiB forward + backward (before: 632 and 1009 MiB; the old graph held three
+    ``[B, T, V]`` float32 tensors, with the gradient 4x the logits); at 4096 positions see
+    ``python benchmarks/bench_core.py --full-kl`` (benchmarks/results.md).
+
+    ``nan_policy`` is :attr:`KLConfig.nan_policy`'s: a non-finite KL on a valid token (a NaN
+    logit, or pi > 0 where pi_ref = 0) raises :class:`NonFiniteKLError` naming its row and
+    column (``"raise"``) or is zeroed and counted in :func:`nonfinite_count` (``"mask"``).
     """
     if logits.shape != ref_logits.shape or logits.dim() != 3:
         raise ValueError(
@@ -451,14 +1198,26 @@ def full_kl(
         )
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if nan_policy not in ("raise", "mask"):
+        raise ValueError(f"nan_policy={nan_policy!r} is not valid; choose one of ['raise', 'mask']")
     b, t, v = logits.shape
-    work_dtype = torch.promote_types(logits.dtype, torch.float32)
     flat, ref_flat = logits.reshape(b * t, v), ref_logits.reshape(b * t, v)
-    m = _bool_mask(mask).reshape(b * t)
-    pieces = []
-    for start in range(0, b * t, chunk_size):
-        lp = torch.log_softmax(flat[start : start + chunk_size].to(work_dtype), dim=-1)
-        ref_lp = torch.log_softmax(ref_flat[start : start + chunk_size].to(work_dtype), dim=-1)
-        pieces.append((lp.exp() * (lp - ref_lp)).sum(-1))
-    out = torch.cat(pieces) if pieces else flat.new_zeros(0, dtype=work_dtype)
-    return torch.where(m, out, torch.zeros_like(out)).reshape(b, t)
+    valid = _bool_mask(mask).reshape(b * t)
+    out = _full_kl_apply(flat, ref_flat, valid, chunk_size)
+    if _finite(out):
+        return out.reshape(b, t)
+    bad = valid & ~torch.isfinite(out.detach())
+    n = int(bad.sum())
+    if n == 0:  # only the check's own sum overflowed
+        return out.reshape(b, t)
+    if nan_policy == "mask":
+        _count_masked(n)
+        return _full_kl_apply(flat, ref_flat, valid & ~bad, chunk_size).reshape(b, t)
+    row, col = divmod(int(bad.nonzero()[0]), t)
+    raise NonFiniteKLError(
+        f"kl_patches.core.full_kl: non-finite KL at row {row}, column {col} ({n} valid "
+        f"token(s) in all; KL={float(out[row * t + col]):g}): a logit is NaN or +inf, or pi "
+        "gives probability > 0 to a token whose reference logit is -inf; fix the logits, or "
+        "pass nan_policy='mask' to drop such tokens (counted by "
+        "kl_patches.core.nonfinite_count())"
+    )

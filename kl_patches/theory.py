@@ -36,6 +36,7 @@ instead of pi. ``none`` and ``token`` weighting have no such identity off-policy
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kl_patches.config import KLConfig
 
@@ -275,15 +276,18 @@ def recommended(coef: float = 0.05) -> KLConfig:
     return KLConfig(estimator="k1", placement="reward", coef=coef)
 
 
-def verdict(config: KLConfig, *, off_policy: bool = False) -> Verdict:
+def verdict(config: KLConfig | str | dict[str, Any] | None, *, off_policy: bool = False) -> Verdict:
     """Which gradient ``config`` follows for E[R] - coef * KL(pi || pi_ref).
 
+    ``config`` is anything the adapters' ``apply()`` accepts (:meth:`KLConfig.coerce`): a
+    KLConfig, a short name such as ``"k3-in-loss"``, a dict of fields, or None (the default).
     ``off_policy=True`` describes updates on samples from an older policy (PPO epochs > 1,
     several mini-batches per batch, asynchronous rollouts). Then only
     ``importance_weighting="sequence"`` without ``is_clip`` keeps its on-policy verdict
     (unbiased when that is); clipped, it is biased and the explanation names the bias;
     ``none`` and ``token`` weighting are never unbiased off-policy.
     """
+    config = KLConfig.coerce(config)
     terms = expected_terms(config)
     name = _name(terms)
     prefix_weighted = config.importance_weighting == "sequence"

@@ -185,3 +185,96 @@ def test_grid_has_the_sequence_weighted_configs() -> None:
     assert {c.placement for c in weighted} == {"reward", "both"}
     assert {c.is_clip for c in weighted} == {None, 2.0, 0.5}
     assert all(c.is_clip is None for c in grid if c.importance_weighting != "sequence")
+
+
+# ------------------------------------------------------------------ numbers, policies, inert
+@pytest.mark.parametrize("field", ["coef", "kl_clamp", "log_ratio_clamp"])
+def test_numpy_and_torch_scalars_are_numbers(field: str) -> None:
+    """Before: numpy/torch scalars were refused with a misleading 'use a finite float'."""
+    np = pytest.importorskip("numpy")
+    import torch
+
+    for value in (np.float32(0.25), np.int64(2), torch.tensor(0.25), torch.tensor(2)):
+        got = getattr(KLConfig(**{field: value}), field)
+        assert type(got) is float and got == float(value)
+
+
+@pytest.mark.parametrize("field", ["coef", "loss_coef", "kl_clamp", "is_clip"])
+def test_huge_or_non_finite_numbers_are_a_one_line_error(field: str) -> None:
+    """Before: 10**400 raised OverflowError from math.isfinite."""
+    import torch
+
+    base = {"placement": "both"} if field == "loss_coef" else {}
+    if field == "is_clip":
+        base = {"importance_weighting": "sequence"}
+    for bad in (
+        10**400,
+        -(10**400),
+        torch.tensor(float("inf")),
+        torch.tensor([0.1]),
+        torch.tensor(True),
+    ):
+        with pytest.raises(ValueError) as err:
+            KLConfig(**base, **{field: bad})
+        assert f"KLConfig.{field}=" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_nan_policy_is_a_field_with_choices() -> None:
+    from kl_patches.config import FIELD_CHOICES, NAN_POLICIES
+
+    assert KLConfig().nan_policy == "raise" and NAN_POLICIES == ("raise", "mask")
+    assert FIELD_CHOICES["nan_policy"] == NAN_POLICIES
+    c = KLConfig.parse("k3-in-loss", nan_policy="mask")
+    assert "nan_policy=mask" in str(c) and KLConfig.from_dict(c.to_dict()) == c
+    assert "nan_policy" not in str(KLConfig())
+    with pytest.raises(ValueError, match=r"KLConfig.nan_policy='ignore' is not valid.*'mask'"):
+        KLConfig(nan_policy="ignore")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        (
+            {"placement": "reward", "loss_aggregation": "token_mean"},
+            "loss_aggregation='token_mean'",
+        ),
+        ({"placement": "none", "loss_aggregation": "seq_mean_token_mean"}, "loss_aggregation"),
+        ({"placement": "loss", "reward_shape": "reward_to_go"}, "reward_shape='reward_to_go'"),
+        ({"placement": "none", "reward_shape": "reward_to_go"}, "reward_shape"),
+    ],
+)
+def test_options_inert_for_the_placement_warn(kwargs: dict, needle: str) -> None:
+    """Before: accepted silently."""
+    from kl_patches.config import InertOptionWarning
+
+    with pytest.warns(InertOptionWarning, match=needle) as record:
+        KLConfig(**kwargs)
+    assert record[0].filename == __file__  # points at the caller's line
+    with pytest.warns(InertOptionWarning) as record:
+        KLConfig.parse("k1-in-reward").replace(loss_aggregation="token_mean")
+    assert record[0].filename == __file__
+
+
+def test_no_inert_warning_for_meaningful_options() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KLConfig()
+        KLConfig.parse("k3-in-both", loss_aggregation="token_mean", reward_shape="reward_to_go")
+        KLConfig.parse("k3-in-loss", loss_aggregation="token_mean")
+        KLConfig.parse("k1-in-reward", reward_shape="reward_to_go")
+        all_configs()  # the grid includes inert options on purpose, without warnings
+
+
+def test_verdict_accepts_what_apply_accepts() -> None:
+    """Before: verdict('k3-in-loss') raised AttributeError."""
+    from kl_patches.theory import verdict
+
+    assert verdict("k3-in-loss") == verdict(KLConfig.parse("k3-in-loss"))
+    assert verdict({"estimator": "k3", "placement": "loss"}) == verdict(
+        KLConfig.parse("k3-in-loss")
+    )
+    assert verdict(None) == verdict(KLConfig())
+    with pytest.raises(ValueError, match="short name"):
+        verdict("k3-loss")

@@ -68,6 +68,12 @@ class NativeReading:
     """Library-specific findings; the theory's verdict is added by the audit."""
     fix: tuple[str, ...] = ()
     """Native flags/overrides giving k1-in-reward with the same coefficient scale."""
+    off_policy_reason: str = ""
+    """Why the updates are off-policy (several updates per batch, stale rollouts...); empty
+    when on-policy."""
+    loss_config: KLConfig | None = None
+    """The loss side's KLConfig when it uses another estimator than the reward side (both
+    placements on, each side its own estimator); None when :attr:`config` describes both."""
 
 
 def check_supported(config: KLConfig, library: str) -> None:
@@ -121,10 +127,72 @@ class LaunchPayload:
     kl_config: KLConfig | None = None
     """The KLConfig a kl-patches launcher runs; None for a stock launch (or when the launcher
     writes it into the library's own options, which the reader then reads back)."""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the reader besides the payload (``entry``: the entry point's label;
+    ``base``: settings of a config file the launch composes; ``version``: a library version,
+    reserved for version-aware reading)."""
+    findings: tuple[Finding, ...] = ()
+    """What the launch itself shows that the reader cannot see (a config file not found...)."""
+
+
+@dataclass(frozen=True)
+class PythonApi:
+    """What a library's Python training scripts look like, for the audit's AST reader.
+
+    The reader never imports or runs a script: it matches these names in its syntax tree."""
+
+    modules: tuple[str, ...]
+    """Import roots that mark a script as this library's (``("trl",)``)."""
+    trainers: Mapping[str, str]
+    """Trainer class -> the trainer label given to :func:`read` (``GRPOTrainer`` -> ``grpo``)."""
+    configs: Mapping[str, str]
+    """Config class -> the trainer label it configures (``GRPOConfig`` -> ``grpo``)."""
+    config_argument: str = "args"
+    """The trainer's keyword argument that takes the config object."""
+    parsers: tuple[str, ...] = ()
+    """Parser classes that fill config classes from the command line (``TrlParser``)."""
+    other: Mapping[str, str] = field(default_factory=dict)
+    """Trainer class -> what it runs instead of a reference-KL RL trainer (for messages)."""
+    kl_methods: tuple[str, ...] = ()
+    """Trainer methods whose override in a subclass can change the KL."""
+    patchers: Mapping[str, str] = field(default_factory=dict)
+    """Imported module -> what importing it does to the library's trainers (``unsloth``)."""
+    kl_patches_modules: tuple[str, ...] = ()
+    """kl-patches modules whose trainers take ``kl=KLConfig`` (their KL is kl-patches')."""
+    kl_argument: str = "kl"
+    """The keyword argument of a kl-patches trainer that takes the KLConfig."""
+
+
+@dataclass(frozen=True)
+class TrainerFacts:
+    """What one entry point of a library does to the KL, recorded from its code."""
+
+    module: str
+    """The module run (``python -m MODULE``), e.g. ``recipe.prime.main_prime``."""
+    kind: str = "rl"
+    """``rl`` (a reference-KL RL trainer), or what it runs instead: ``distillation`` (a KL to a
+    teacher), ``dpo``, ``sft``, ``eval``, ``other``."""
+    config: str = ""
+    """The config (Hydra config name) it starts from, when it has one."""
+    reward_kl: bool = True
+    """Whether it applies the reward-side KL when the config switches it on."""
+    loss_kl: bool = True
+    """Whether its actor adds the loss-side KL when the config switches it on."""
+    off_policy: str = ""
+    """Why its updates are off-policy by construction (asynchronous rollouts...), if they are."""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Read settings whose default differs from the library's main config in this entry's."""
+    source: str = ""
+    """Where this was read (``file:line`` at a tag or commit)."""
+    where: str = ""
+    """The releases or repositories that ship it."""
+    note: str = ""
+    """What else to know (shown with the reading)."""
 
 
 JOBS: dict[str, tuple[str, bool]] = {
     "read": (":read", True),
+    "match_entry": (".entries:match_entry", False),
     "installed_defaults": (":installed_defaults", False),
     "entry_payload": (".read:entry_payload", False),
     "bare_payload": (".read:bare_payload", False),
@@ -134,7 +202,10 @@ JOBS: dict[str, tuple[str, bool]] = {
 """The functions every adapter folder provides by convention: job -> (where, relative to the
 adapter's package, and whether it is required).
 
-* ``read(payload) -> NativeReading``: what a configuration runs (no library needed);
+* ``read(payload, **context) -> NativeReading``: what a configuration runs (no library
+  needed); ``context`` is a :attr:`LaunchPayload.context`;
+* ``entries.match_entry(module) -> Entry | None``: an entry point that is not in
+  :attr:`AdapterDescriptor.entries` but follows a pattern (recipes, forks' copies);
 * ``installed_defaults()``: the installed library's KL defaults (imports the library);
 * ``read.entry_payload(label, argv, base_dir, origin) -> LaunchPayload``: a stock launch's
   argv as the reader's input (default: the argv itself);
@@ -178,6 +249,22 @@ class AdapterDescriptor:
     library's when no library is named (the first descriptor with that form wins)."""
     bare_note: str = ""
     """The note attached when a bare argv was guessed to be this library's."""
+    other_entries: Mapping[str, str] = field(default_factory=dict)
+    """Modules or console commands of the library that are not reference-KL RL trainers ->
+    what they run (so "no launch found" can say what a file runs instead)."""
+    scripts: Mapping[str, str] = field(default_factory=dict)
+    """Script paths (suffixes) that are not shipped modules but are known -> the entry label
+    they are read as (the libraries' example scripts, run from a checkout)."""
+    argv_markers: tuple[str, ...] = ()
+    """Regular expressions on argv words that mark this library's trainer options, so that an
+    unknown script forwarding them is read as :attr:`assumed_entry` (with a finding)."""
+    assumed_entry: str = ""
+    """The entry label an unknown script with this library's options is read as."""
+    not_reference_kl: Mapping[str, str] = field(default_factory=dict)
+    """Key globs (``*.kl_cov_ratio``) of settings named "KL" that are not the reference KL ->
+    what they are (not reported as ignored KL keys; a finding names them)."""
+    python: PythonApi | None = None
+    """How this library's Python training scripts look (None: not read from Python)."""
 
     def function(self, job: str) -> Any:
         """The adapter's function for ``job`` (see :data:`JOBS`); None if an optional one is
@@ -191,10 +278,19 @@ class AdapterDescriptor:
             raise RuntimeError(f"the {self.name} adapter has no {module}.{attr}()")
         return found
 
-    def read(self, payload: Any) -> NativeReading:
-        """The adapter's reading of ``payload``."""
-        reading: NativeReading = self.function("read")(payload)
+    def read(self, payload: Any, **context: Any) -> NativeReading:
+        """The adapter's reading of ``payload`` (``context``: see :attr:`LaunchPayload.context`)."""
+        fn = self.function("read")
+        reading: NativeReading = fn(payload, **context) if context else fn(payload)
         return reading
+
+    def match_entry(self, module: str) -> Entry | None:
+        """An entry point following one of the adapter's patterns, None if none matches."""
+        match = self.function("match_entry")
+        if match is None:
+            return None
+        found: Entry | None = match(module)
+        return found
 
     def installed_defaults(self) -> Any:
         """The installed library's KL defaults; None when the adapter records none."""

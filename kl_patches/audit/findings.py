@@ -9,6 +9,7 @@ reader used). An adapter finding that already says one of them is listed in its 
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 
 from kl_patches import adapters
@@ -33,6 +34,20 @@ SCRIPT_COMMENT_ENDS_COMMAND = "script_comment_ends_command"
 """A comment inside a continued command cut it short."""
 UNRESOLVED_VARIABLES = "unresolved_variables"
 """The launch uses shell variables the script never sets."""
+UNKNOWN_VALUE = "unknown_value"
+"""A setting's value comes from a command substitution, which the audit never runs."""
+BRANCH_DEPENDENT = "branch_dependent"
+"""The launch is in one branch of a test the audit cannot decide."""
+SCRIPT_PARTLY_READ = "script_partly_read"
+"""A parse error stops the script (bash stops there too): the rest is not read."""
+CONFIG_NOT_FOUND = "config_not_found"
+"""A config file the launch composes is not where the audit can read it."""
+NOT_REFERENCE_KL = "not_reference_kl"
+"""Settings named "KL" that are not the KL to the reference policy."""
+SCRIPT_ARGUMENTS = "script_arguments"
+"""The launch forwards the script's arguments, which are empty in a run without arguments."""
+MIXED_ESTIMATORS = "mixed_estimators"
+"""The reward and the loss side use different estimators."""
 
 CODES = (
     KL_OFF,
@@ -43,6 +58,13 @@ CODES = (
     IGNORED_KL_KEY,
     SCRIPT_COMMENT_ENDS_COMMAND,
     UNRESOLVED_VARIABLES,
+    UNKNOWN_VALUE,
+    BRANCH_DEPENDENT,
+    SCRIPT_PARTLY_READ,
+    CONFIG_NOT_FOUND,
+    NOT_REFERENCE_KL,
+    SCRIPT_ARGUMENTS,
+    MIXED_ESTIMATORS,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -92,14 +114,24 @@ def audit_findings(reading: NativeReading, as_run: Verdict) -> list[AuditFinding
         add(TOKEN_MEAN_LOSS, "info", text or "The loss-side KL is length-normalised.")
     if kl_on and reading.off_policy:
         unweighted_loss = config.has_loss and config.importance_weighting == "none"
+        why = f" ({reading.off_policy_reason})" if reading.off_policy_reason else ""
         add(
             OFF_POLICY,
             "warning" if unweighted_loss else "info",
             (
-                "Updates reuse samples from an older policy"
+                f"Updates reuse samples from an older policy{why}"
                 + (" and the KL loss has no importance weight. " if unweighted_loss else ". ")
                 + caveats.get("Off-policy", "")
             ).strip(),
+        )
+    loss = reading.loss_config
+    if loss is not None and config.has_reward and loss.has_loss:
+        add(
+            MIXED_ESTIMATORS,
+            "warning",
+            f"The reward side runs {config.estimator} and the loss side {loss.estimator}: the "
+            "sides only combine into the reverse-KL gradient with one estimator, one "
+            "coefficient and a token sum.",
         )
     return out
 
@@ -123,9 +155,24 @@ def switch_fix(config: KLConfig) -> str:
     return f"KLConfig.parse('k1-in-reward', coef={coef:g})"
 
 
-def input_findings(inp: AuditInput) -> list[AuditFinding]:
-    """Findings about the launch itself: a comment that cut it short, unset variables."""
-    out: list[AuditFinding] = []
+def _relevant(key: str, reading: NativeReading | None) -> bool:
+    """Whether an input key matters for the KL reading (a read setting, or named like KL)."""
+    bare = key.lstrip("-+~")
+    low = bare.lower()
+    if "kl" in low.replace(".", "_").split("_") or "kl_" in low or "_kl" in low:
+        return True
+    if reading is None:
+        return False
+    return any(
+        bare == s or str(s).endswith("." + bare) or bare.endswith("." + str(s))
+        for s in reading.settings
+    )
+
+
+def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> list[AuditFinding]:
+    """Findings about the launch itself: a comment that cut it short, unset variables, values
+    the audit cannot know, branches it cannot decide, and what the input layer found."""
+    out: list[AuditFinding] = list(inp.findings)
     for w in inp.warnings:
         dropped = " ".join(inp.dropped)
         kl_lost = "kl" in dropped.lower()
@@ -140,17 +187,92 @@ def input_findings(inp: AuditInput) -> list[AuditFinding]:
                 "audit",
             )
         )
-    if inp.unresolved:
-        names = ", ".join("$" + u for u in inp.unresolved)
+    empty = [(k, v) for k, v in inp.empty_items if _relevant(k, reading)]
+    if inp.vanished or empty:
+        parts = []
+        if inp.vanished:
+            names = ", ".join("$" + u for u in inp.vanished)
+            parts.append(
+                f"the launch uses {names}, which the script never sets: as in bash run in a "
+                "clean environment, they expand to nothing, so any flags they would carry are "
+                "missing"
+            )
+        for key, names in empty:
+            parts.append(
+                f"{key} is empty because {names} is never set (bash passes an empty value; "
+                "read as the library reads an empty value)"
+            )
+        first = (inp.vanished or [e[1].split(",")[0].lstrip("$") for e in empty])[0]
         out.append(
             AuditFinding(
                 UNRESOLVED_VARIABLES,
                 "warning",
-                f"The launch uses {names}, which the script never sets (the audit does not read "
-                "the environment): they were read as literal text, so flags they carry are "
-                "missing.",
-                f"kl-patches audit --var {inp.unresolved[0]}=VALUE ...",
+                "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + ".",
+                f"kl-patches audit --var {first}=VALUE ...",
+                "audit",
+            )
+        )
+    relevant = [(k, v) for k, v in inp.unknown_items if _relevant(k, reading)]
+    if relevant:
+        out.append(
+            AuditFinding(
+                UNKNOWN_VALUE,
+                "warning",
+                "; ".join(f"{k} comes from {v}" for k, v in relevant)
+                + ": the audit never runs command substitutions, so these are read at the "
+                "library's defaults.",
+                "write the value in the script, or pass it with --var",
+                "audit",
+            )
+        )
+    if inp.branch:
+        out.append(
+            AuditFinding(
+                BRANCH_DEPENDENT,
+                "info",
+                f"This launch runs only in some branches ({', '.join(inp.branch)}) of tests the "
+                "audit cannot decide (they depend on command output or files); every branch is "
+                "read and reported.",
+                "",
+                "audit",
+            )
+        )
+    if inp.args_forwarded:
+        out.append(
+            AuditFinding(
+                SCRIPT_ARGUMENTS,
+                "info",
+                "The launch forwards the script's own arguments ($@, $1, ...): none in a run "
+                "without arguments; options passed to the script at run time are not seen.",
+                "kl-patches audit -- <the launch with its arguments>",
                 "audit",
             )
         )
     return out
+
+
+def not_reference_findings(
+    library: str, keys: Iterable[str]
+) -> tuple[list[str], AuditFinding | None]:
+    """The keys named "KL" that the library's descriptor says are not the reference KL, and a
+    finding naming them (None when there are none)."""
+    if library not in adapters.names():
+        return [], None
+    table = adapters.get(library).not_reference_kl
+    hits: dict[str, str] = {}
+    for key in keys:
+        for pattern, what in table.items():
+            if fnmatch.fnmatchcase(key, pattern) or fnmatch.fnmatchcase(key, "*." + pattern):
+                hits[key] = what
+                break
+    if not hits:
+        return [], None
+    text = "; ".join(f"{k}: {w}" for k, w in hits.items())
+    return list(hits), AuditFinding(
+        NOT_REFERENCE_KL,
+        "info",
+        f"Settings named like a KL that are not the KL to the reference policy, so not part of "
+        f"the reading: {text}.",
+        "",
+        "audit",
+    )

@@ -22,7 +22,7 @@ def _safe_read(read: Callable[[Any], NativeReading], payload: Any) -> NativeRead
         return None
 
 
-def _argv_items(argv: list[str]) -> list[tuple[str, int, int]]:
+def argv_items(argv: list[str]) -> list[tuple[str, int, int]]:
     """(key, start, end) of each flag or override: ``--flag v1 v2`` or ``key=value``."""
     items: list[tuple[str, int, int]] = []
     i = 0
@@ -87,12 +87,16 @@ def ignored_keys(inp: AuditInput, reading: NativeReading) -> tuple[str, ...]:
     """
     from kl_patches import adapters
 
-    read = adapters.get(inp.library).read
+    descriptor = adapters.get(inp.library)
+
+    def read(payload: Any) -> NativeReading:
+        return descriptor.read(payload, **inp.context)
+
     settings = [str(s) for s in reading.settings]
     payload = inp.payload
     if isinstance(payload, list):
         argv = list(payload)
-        items = [it for it in _argv_items(argv) if not _matches_setting(it[0], settings)]
+        items = [it for it in argv_items(argv) if not _matches_setting(it[0], settings)]
 
         def removed(group: list[Any]) -> Any:
             drop = {k for _, a, b in group for k in range(a, b)}

@@ -1,35 +1,69 @@
 """Find the trainer launches in what a user hands the audit, and shape them for each reader.
 
-Inputs people have: a launch shell script, a YAML/JSON config, a file of Hydra overrides or
-flags, or an argv (after ``--`` on the audit's command line). Each launch found becomes an
-:class:`~kl_patches.audit.model.AuditInput`: the library, what its reader takes (an argv list or
-a dict), where it came from, and what could not be read exactly.
+Inputs people have: a launch shell script, a Python training script, a YAML/JSON config (a
+library config, a Hydra config with ``defaults``, or a cluster job file whose ``run:`` block is
+shell), a file of Hydra overrides or flags, or an argv (after ``--`` on the audit's command
+line). Each launch found becomes an :class:`~kl_patches.audit.model.AuditInput`: the library,
+what its reader takes (an argv list or a dict, plus keyword context such as the entry point and
+a composed config file), where it came from, and what could not be read exactly.
 
-Every library fact (entry points, kl-patches launchers, how a launch's argv becomes the reader's
-input, which config mappings are whose) comes from the adapters' descriptors
-(:mod:`kl_patches.adapters`); this module only walks commands and files.
+A launch is found in a shell command by, in this order: a kl-patches launcher; a library entry
+point (``python -m MODULE``, its ``.py`` path, a console command, a recipe or a fork's copy that
+follows an adapter's pattern); a Python script that the reader can open (read with
+:mod:`.python`: the trainer it builds); a known example script of a library checkout; an
+unknown script whose arguments carry a library's trainer options (read as that library's main
+trainer, with a finding naming the assumption). ``python -c CODE`` and Python fed on a
+here-document are read as Python.
+
+Every library fact comes from the adapters' descriptors (:mod:`kl_patches.adapters`); this
+module only walks commands and files. Nothing is ever run.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kl_patches import adapters
 from kl_patches.adapters.base import AdapterDescriptor, LaunchPayload
-from kl_patches.adapters.files import load_mapping, read_text, yaml_module
-from kl_patches.audit.model import AuditInput, InputError
-from kl_patches.audit.shell import Command, ShellParseError, parse_script
+from kl_patches.adapters.files import load_mapping_text, read_text, try_read_text, yaml_module
+from kl_patches.audit.ignored import argv_items
+from kl_patches.audit.model import AuditFinding, AuditInput, InputError
+from kl_patches.audit.python import PyScript, read_python
+from kl_patches.audit.shell import (
+    Command,
+    ShellLimitError,
+    ShellParseError,
+    ShellScript,
+    parse_script,
+)
+from kl_patches.audit.yaml_inputs import cluster_commands, compose, config_dirs, find_config
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".sbatch")
+PYTHON_SUFFIXES = (".py",)
+
+_LIBRARY_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
 
 
 def libraries() -> tuple[str, ...]:
     """Libraries the audit can read (each through its adapter's reader)."""
     return adapters.names()
+
+
+@dataclass
+class _Scan:
+    """What one file's commands run, launches or not (for the "no launch found" message)."""
+
+    runs: list[str] = field(default_factory=list)
+    """Descriptions of non-RL entry points and trainers met."""
+    notes: list[str] = field(default_factory=list)
+    """Script-level notes (parse stops, bounds)."""
 
 
 # ----------------------------------------------------------------------------- commands
@@ -58,60 +92,440 @@ def _launcher_at(words: list[str], i: int) -> tuple[AdapterDescriptor, int, str,
     return None
 
 
-def _entry_at(words: list[str], i: int) -> tuple[AdapterDescriptor, int, str] | None:
-    """(descriptor, first argument, label) of a library's own entry point at ``i``."""
+def _dotted(word: str) -> str:
+    """``a/b/c.py`` -> ``a.b.c`` (empty for a word that is not a ``.py`` path)."""
+    if not word.endswith(".py"):
+        return ""
+    return word[: -len(".py")].lstrip("./").replace("/", ".").replace("\\", ".")
+
+
+def _entry_at(words: list[str], i: int) -> tuple[AdapterDescriptor, int, str, str] | None:
+    """(descriptor, first argument, label, how) of a library's own entry point at ``i``;
+    ``how`` is ``""`` for a recorded entry, else why an entry was assumed."""
     w = words[i]
     nxt = words[i + 1] if i + 1 < len(words) else ""
-    dotted = w[: -len(".py")].replace("/", ".").replace("\\", ".") if w.endswith(".py") else ""
+    dotted = _dotted(w)
+    module = nxt if w in ("-m", "--module") else ""
     for d in adapters.descriptors():
         for entry in d.entries:
-            if w in ("-m", "--module") and nxt == entry.module:
-                return d, i + 2, entry.label
+            if module and module == entry.module:
+                return d, i + 2, entry.label, ""
             if dotted and (dotted == entry.module or dotted.endswith("." + entry.module)):
-                return d, i + 1, entry.label
+                return d, i + 1, entry.label, ""
             n = len(entry.command)
             if (
                 n
                 and os.path.basename(w) == entry.command[0]
                 and tuple(words[i + 1 : i + n]) == entry.command[1:]
             ):
-                return d, i + n, entry.label
+                return d, i + n, entry.label, ""
+    if module:
+        for d in adapters.descriptors():
+            found = d.match_entry(module)
+            if found is not None:
+                return d, i + 2, found.label, "it follows the pattern of the library's trainers"
     return None
 
 
-def _from_command(cmd: Command, origin: str, base_dir: Path | None) -> AuditInput | None:
-    for i in range(len(cmd.words)):
-        launcher = _launcher_at(cmd.words, i)
-        if launcher is not None:
-            d, start, label, written = launcher
-            try:
-                lp = d.launcher_payload(label, cmd.words[start:], base_dir, origin)
-            except InputError:
-                raise
-            except ValueError as err:
-                raise InputError(f"{origin}: {written} would refuse this launch: {err}") from err
-            return _input(d, lp, origin, cmd)
-        entry = _entry_at(cmd.words, i)
-        if entry is not None:
-            d, start, label = entry
-            return _input(
-                d, d.entry_payload(label, cmd.words[start:], base_dir, origin), origin, cmd
-            )
+def _other_at(words: list[str], i: int) -> str | None:
+    """What a non-RL entry point of a library at ``i`` runs (``trl sft``, ``-m ...train_sft``)."""
+    w = words[i]
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    module = nxt if w in ("-m", "--module") else _dotted(w)
+    for d in adapters.descriptors():
+        for key, what in d.other_entries.items():
+            if module and (module == key or module.endswith("." + key)):
+                return f"{key}: {what}"
+            parts = key.split()
+            if (
+                len(parts) > 1
+                and os.path.basename(w) == parts[0]
+                and words[i + 1 : i + len(parts)] == parts[1:]
+            ):
+                return f"{key}: {what}"
     return None
 
 
-def _input(d: AdapterDescriptor, lp: LaunchPayload, origin: str, cmd: Command) -> AuditInput:
+@dataclass
+class _Ctx:
+    """Where a file's commands are read from."""
+
+    origin: str
+    base_dir: Path | None
+    script: ShellScript | None = None
+    library: str | None = None
+    version: str | None = None
+    scan: _Scan = field(default_factory=_Scan)
+
+
+def _where(cmd: Command, ctx: _Ctx) -> str:
+    """``path:line`` of a command, with the chain of followed files, the function calls, loop
+    values and undecidable branches it is in: ``run.sh:9 -> inner.sh:2 [f@4, seed=1]``."""
+    if cmd.file is None:
+        where = f"{ctx.origin}:{cmd.line}"
+    else:
+        chain = [ctx.origin + hop if hop.startswith(":") else hop for hop in cmd.via]
+        where = " -> ".join([*chain, f"{cmd.file}:{cmd.line}"])
+    labels = [*cmd.calls, *cmd.loop, *cmd.branch]
+    return where + (f" [{', '.join(labels)}]" if labels else "")
+
+
+def _drop_unknown(
+    cmd: Command, start: int
+) -> tuple[list[str], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The launch's argv from ``start`` without the options whose value is unknown (command
+    substitutions), with (key, text) of those and (key, variables) of empty-by-unset ones."""
+    argv = cmd.words[start:]
+    unknown = {i - start: v for i, v in cmd.unknown.items() if i >= start}
+    unset = {i - start: v for i, v in cmd.unset_in.items() if i >= start}
+    if not unknown and not unset:
+        return list(argv), (), ()
+    drop: set[int] = set()
+    lost: list[tuple[str, str]] = []
+    empty: list[tuple[str, str]] = []
+    for key, a, b in argv_items(argv):
+        idx = range(a, b)
+        texts = [t for k in idx for t in unknown.get(k, [])]
+        if texts:
+            drop.update(idx)
+            lost.append((key, " ".join(dict.fromkeys(texts))))
+        names = [n for k in idx for n in unset.get(k, [])]
+        if names and not texts:
+            empty.append((key, ", ".join("$" + n for n in dict.fromkeys(names))))
+    kept = [t for k, t in enumerate(argv) if k not in drop]
+    return kept, tuple(lost), tuple(empty)
+
+
+def _make_input(
+    d: AdapterDescriptor,
+    lp: LaunchPayload,
+    cmd: Command,
+    ctx: _Ctx,
+    lost: tuple[tuple[str, str], ...] = (),
+    empty: tuple[tuple[str, str], ...] = (),
+    findings: tuple[AuditFinding, ...] = (),
+    notes: tuple[str, ...] = (),
+    kind: str = "shell",
+) -> AuditInput:
+    context = dict(lp.context)
+    extra = list(findings)
+    extra += [AuditFinding(f.code, f.severity, f.message, f.fix, "adapter") for f in lp.findings]
+    more_notes = list(notes)
+    if "hydra" in context:
+        hydra = context.pop("hydra")
+        entry = str(context.get("entry", ""))
+        base, hydra_findings, hydra_notes = _compose_hydra(hydra, entry, cmd, ctx)
+        if base:
+            context["base"] = base
+        extra += hydra_findings
+        more_notes += hydra_notes
+    if ctx.version is not None:
+        context.setdefault("version", ctx.version)
     return AuditInput(
         library=d.name,
         payload=lp.payload,
-        origin=origin,
-        kind="shell",
-        notes=tuple(dict.fromkeys([*cmd.notes, *lp.notes])),
+        origin=_where(cmd, ctx),
+        kind=kind,
+        notes=tuple(dict.fromkeys([*cmd.notes, *lp.notes, *more_notes])),
         warnings=tuple(cmd.warnings),
         dropped=tuple(cmd.dropped),
         unresolved=tuple(cmd.unresolved),
         kl_config=lp.kl_config,
+        context=context,
+        findings=tuple(extra),
+        branch=tuple(cmd.branch),
+        unknown_items=lost,
+        empty_items=empty,
+        vanished=tuple(cmd.vanished),
+        args_forwarded=cmd.args_forwarded,
+        version=ctx.version,
     )
+
+
+def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
+    """Directories a relative path of ``cmd`` may be relative to: its working directory, the
+    script's directory and the script directory's parents (a repository checkout)."""
+    out: list[Path] = []
+    if cmd.cwd:
+        out.append(Path(cmd.cwd))
+    here = Path(cmd.file).parent if cmd.file else ctx.base_dir
+    if here is not None:
+        here = here.resolve()
+        out.append(here)
+        out.extend(list(here.parents)[:6])
+    return list(dict.fromkeys(out))
+
+
+def _compose_hydra(
+    hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx
+) -> tuple[dict[str, Any], list[AuditFinding], list[str]]:
+    """The flat settings of the config file a Hydra launch names (``--config-path``/
+    ``--config-name``), or of the entry point's own config when a checkout holds it."""
+    explicit = "config_name" in hydra or "config_path" in hydra
+    name = hydra.get("config_name") or hydra.get("default_config")
+    if not name:
+        return {}, [], [f"Hydra options {hydra} name no config: the library's defaults are read"]
+    bases = _bases(cmd, ctx)
+    dirs: list[Path] = []
+    if hydra.get("config_dir"):
+        dirs += config_dirs(hydra["config_dir"], bases)
+    if hydra.get("config_path"):
+        dirs += config_dirs(hydra["config_path"], bases)
+    if entry and "." in entry and not os.path.isabs(entry):
+        module_dir = Path(*entry.split(".")[:-1])
+        dirs += [b / module_dir / "config" for b in bases if (b / module_dir / "config").is_dir()]
+    if not hydra.get("config_path"):
+        dirs += [b for b in bases if b.is_dir()]
+    path = find_config(name, list(dict.fromkeys(dirs)))
+    if path is None:
+        if not explicit or name in _LIBRARY_CONFIGS:
+            if name in _LIBRARY_CONFIGS:
+                return {}, [], []
+            return (
+                {},
+                [],
+                [
+                    f"{entry}'s own config {name}.yaml is not beside the script (no checkout "
+                    "here): read on the library's recorded defaults"
+                ],
+            )
+        where = f" under {hydra['config_path']}" if hydra.get("config_path") else ""
+        return (
+            {},
+            [
+                AuditFinding(
+                    "config_not_found",
+                    "warning",
+                    f"The launch composes Hydra config {name!r}{where}, which the audit cannot "
+                    "find beside the script: its settings (KL settings among them, perhaps) "
+                    "are read as the library's defaults.",
+                    "audit the config file too, or run the audit from the repository",
+                    "audit",
+                )
+            ],
+            [],
+        )
+    composed = compose(path, library_configs=_LIBRARY_CONFIGS)
+    notes = [f"composed the Hydra config {path} ({len(composed.files)} file(s))", *composed.notes]
+    return composed.flat, [], notes
+
+
+def _python_launches(
+    text: str,
+    origin: str,
+    argv: list[str] | None,
+    ctx: _Ctx,
+    cmd: Command | None,
+    script_path: Path | None,
+    python_text: bool = False,
+) -> list[AuditInput]:
+    """The trainers a Python script builds, as inputs (``argv``: the command line it gets)."""
+    script = read_python(text, origin)
+    out: list[AuditInput] = []
+    for run in script.others:
+        ctx.scan.runs.append(f"{origin}:{run[0]} {run[1]}")
+    for launch in script.launches:
+        if ctx.library is not None and launch.library != ctx.library:
+            continue
+        d = adapters.get(launch.library)
+        notes = [*script.notes, *launch.notes]
+        findings: list[AuditFinding] = []
+        if launch.from_argv and argv is not None:
+            label = f"{d.name} {launch.label}"
+            base = script_path.parent if script_path else ctx.base_dir
+            lp = d.entry_payload(label, list(argv), base, origin)
+            payload: Any = lp.payload
+            if isinstance(payload, dict):
+                payload = {**payload, **launch.kwargs, "trainer": launch.label}
+        else:
+            payload = {**launch.kwargs, "trainer": launch.label}
+            if launch.from_argv:
+                notes.append(
+                    f"{launch.trainer_class}'s config comes from the command line (a parser): "
+                    "read at the config class defaults; audit the launch command for its flags"
+                )
+        if launch.kl is not None and isinstance(payload, dict):
+            payload.update(
+                {k if k.startswith("kl_") else f"kl_{k}": v for k, v in launch.kl.items()}
+            )
+        context: dict[str, Any] = {"entry": origin}
+        if script.patchers:
+            context["patchers"] = tuple(script.patchers)
+        if launch.subclass:
+            context["subclass"] = launch.subclass
+            context["overrides"] = tuple(launch.overrides)
+        if launch.unresolved:
+            context["unresolved"] = tuple(launch.unresolved)
+        where = f"{origin} -> python:{launch.line}" if python_text else f"{origin}:{launch.line}"
+        if cmd is not None:
+            where = f"{_where(cmd, ctx)} -> {os.path.basename(origin)}:{launch.line}"
+        out.append(
+            AuditInput(
+                library=d.name,
+                payload=payload,
+                origin=where,
+                kind="python",
+                notes=tuple(dict.fromkeys(notes + (list(cmd.notes) if cmd else []))),
+                context=context,
+                findings=tuple(findings),
+                branch=tuple(cmd.branch) if cmd else (),
+                unresolved=tuple(cmd.unresolved) if cmd else (),
+                version=ctx.version,
+            )
+        )
+    return out
+
+
+def _hydra_app(
+    script: PyScript, path: Path, cmd: Command, start: int, ctx: _Ctx, word: str
+) -> AuditInput | None:
+    """A Python script that is a Hydra app importing a library that takes overrides (a fork's
+    copy of ``main_ppo``): read as that library's assumed entry, on the config it names."""
+    if script.hydra is None:
+        return None
+    for d in adapters.descriptors():
+        if d.name in script.libraries and d.assumed_entry and d.bare_argv == "overrides":
+            kept, lost, empty = _drop_unknown(cmd, start)
+            lp = d.entry_payload(d.assumed_entry, kept, path.parent, str(path))
+            context = dict(lp.context)
+            hydra = dict(script.hydra)
+            given = context.pop("hydra", {})
+            if isinstance(given, dict):
+                given.pop("default_config", None)
+                hydra.update(given)
+            if hydra.get("config_path") and not os.path.isabs(hydra["config_path"]):
+                hydra["config_path"] = str(path.parent / hydra["config_path"])
+            context["hydra"] = hydra
+            context["entry"] = word
+            context["assumed"] = f"a Hydra app importing {d.name}, read as {d.assumed_entry}"
+            lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
+            return _make_input(d, lp, cmd, ctx, lost, empty)
+    return None
+
+
+def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
+    """``... path/to/script.py ARGS``: read the script if it can be opened, else a known
+    example script, else a script whose arguments carry a library's trainer options."""
+    word = cmd.words[i]
+    argv = cmd.words[i + 1 :]
+    found: str | None = None
+    text: str | None = None
+    virtual = ctx.script.files if ctx.script else {}
+    for base in _bases(cmd, ctx):
+        candidate = os.path.normpath(word if os.path.isabs(word) else str(base / word))
+        if candidate in virtual:
+            found, text = candidate, virtual[candidate]
+            break
+        if os.path.isfile(candidate):
+            found, text = candidate, try_read_text(candidate)
+            break
+    if found is not None and text is not None:
+        try:
+            script = read_python(text, found)
+        except InputError as err:
+            ctx.scan.notes.append(str(err))
+            return []
+        hydra = _hydra_app(script, Path(found), cmd, i + 1, ctx, word)
+        if hydra is not None:
+            return [hydra]
+        inputs = _python_launches(text, found, argv, ctx, cmd, Path(found))
+        if inputs:
+            return inputs
+        if script.others:
+            return []
+    dotted = _dotted(word)
+    for d in adapters.descriptors():
+        matched = d.match_entry(dotted) if dotted else None
+        if matched is not None:
+            kept, lost, empty = _drop_unknown(cmd, i + 1)
+            lp = d.entry_payload(matched.label, kept, ctx.base_dir, ctx.origin)
+            context = {**lp.context, "entry": matched.label}
+            context["assumed"] = "it follows the pattern of the library's trainers"
+            lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
+            return [_make_input(d, lp, cmd, ctx, lost, empty)]
+    for d in adapters.descriptors():
+        for suffix, label in d.scripts.items():
+            if word.replace("\\", "/").endswith(suffix):
+                kept, lost, empty = _drop_unknown(cmd, i + 1)
+                lp = d.entry_payload(label, kept, ctx.base_dir, ctx.origin)
+                note = f"{word} is {d.name}'s known script {suffix}: read as {label}"
+                return [_make_input(d, lp, cmd, ctx, lost, empty, notes=(note,))]
+    return _assumed(cmd, i, ctx, word)
+
+
+def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | None:
+    argv = cmd.words[i + 1 :]
+    for d in adapters.descriptors():
+        if not d.argv_markers or not d.assumed_entry:
+            continue
+        hits = [a for a in argv if any(re.search(m, a) for m in d.argv_markers)]
+        if not hits:
+            continue
+        kept, lost, empty = _drop_unknown(cmd, i + 1)
+        lp = d.entry_payload(d.assumed_entry, kept, ctx.base_dir, ctx.origin)
+        context = dict(lp.context)
+        context["entry"] = word
+        context["assumed"] = (
+            f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
+            f"read as {d.assumed_entry}"
+        )
+        lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
+        return [_make_input(d, lp, cmd, ctx, lost, empty)]
+    return None
+
+
+def _from_command(cmd: Command, ctx: _Ctx) -> list[AuditInput]:
+    if cmd.python is not None:
+        try:
+            return _python_launches(
+                cmd.python, _where(cmd, ctx), None, ctx, None, None, python_text=True
+            )
+        except InputError as err:
+            ctx.scan.notes.append(str(err))
+            return []
+    words = cmd.words
+    for i in range(len(words)):
+        launcher = _launcher_at(words, i)
+        if launcher is not None:
+            d, start, label, written = launcher
+            kept, lost, empty = _drop_unknown(cmd, start)
+            try:
+                lp = d.launcher_payload(label, kept, ctx.base_dir, _where(cmd, ctx))
+            except InputError:
+                raise
+            except ValueError as err:
+                raise InputError(
+                    f"{_where(cmd, ctx)}: {written} would refuse this launch: {err}"
+                ) from err
+            return [_make_input(d, lp, cmd, ctx, lost, empty)]
+        entry = _entry_at(words, i)
+        if entry is not None:
+            d, start, label, how = entry
+            kept, lost, empty = _drop_unknown(cmd, start)
+            lp = d.entry_payload(label, kept, ctx.base_dir, _where(cmd, ctx))
+            if "entry" not in lp.context:
+                lp = LaunchPayload(
+                    lp.payload, lp.notes, lp.kl_config, {**lp.context, "entry": label}, lp.findings
+                )
+            if how:
+                context = dict(lp.context)
+                context.setdefault("entry", label)
+                context["assumed"] = how
+                lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
+            notes: tuple[str, ...] = ()
+            if words[i].endswith(".py") and not words[i].replace("/", ".").startswith(label):
+                notes = (f"{words[i]} is run by path: read as {label}, the module it copies",)
+            return [_make_input(d, lp, cmd, ctx, lost, empty, notes=notes)]
+        other = _other_at(words, i)
+        if other is not None:
+            ctx.scan.runs.append(f"{_where(cmd, ctx)} {other}")
+            return []
+        if words[i].endswith(".py"):
+            found = _script_launch(cmd, i, ctx)
+            if found is not None:
+                return found
+            return []
+    return []
 
 
 # ----------------------------------------------------------------------------- files
@@ -125,9 +539,21 @@ def library_of_mapping(data: dict[str, Any]) -> str | None:
     return next((d.name for d in adapters.descriptors() if d.claims(data)), None)
 
 
-def inputs_from_mapping(data: dict[str, Any], library: str | None, origin: str) -> list[AuditInput]:
-    """A YAML/JSON config (already loaded) as one input."""
+def inputs_from_mapping(
+    data: dict[str, Any],
+    library: str | None,
+    origin: str,
+    path: Path | None = None,
+    version: str | None = None,
+) -> list[AuditInput]:
+    """A YAML/JSON config (already loaded) as one input; a Hydra config's ``defaults`` are
+    composed first (files beside ``path``), a cluster job file's commands read as shell."""
     _check_library(library)
+    job = cluster_commands(data)
+    if job is not None and library_of_mapping(data) is None:
+        text, variables = job
+        base = path.parent if path is not None else None
+        return inputs_from_text(text, f"{origin}:run", library, variables, base, version=version)
     lib = library or library_of_mapping(data)
     if lib is None:
         readable = [d for d in adapters.descriptors() if d.reads_config_files]
@@ -139,7 +565,45 @@ def inputs_from_mapping(data: dict[str, Any], library: str | None, origin: str) 
     d = adapters.get(lib)
     if d.config_files:
         raise InputError(f"{origin}: {d.config_files}")
-    return [AuditInput(library=lib, payload=data, origin=origin, kind="yaml")]
+    notes: tuple[str, ...] = ()
+    payload: dict[str, Any] = data
+    if path is not None and isinstance(data.get("defaults"), list):
+        composed = compose(path, data, _LIBRARY_CONFIGS)
+        payload = _nested(composed.flat)
+        notes = (
+            f"composed {len(composed.files)} Hydra config file(s)"
+            + (f" on the library's {', '.join(composed.library)}" if composed.library else ""),
+            *composed.notes,
+        )
+    elif "hydra" in data or "defaults" in data:
+        payload = {k: v for k, v in data.items() if k not in ("hydra", "defaults")}
+    context: dict[str, Any] = {"version": version} if version else {}
+    return [
+        AuditInput(
+            library=lib,
+            payload=payload,
+            origin=origin,
+            kind="yaml",
+            notes=notes,
+            context=context,
+            version=version,
+        )
+    ]
+
+
+def _nested(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[leaf] = value
+    return out
 
 
 def inputs_from_argv(
@@ -149,9 +613,21 @@ def inputs_from_argv(
     _check_library(library)
     words = [str(w) for w in argv]
     cmd = Command(words=words, line=1)
-    found = _from_command(cmd, origin, None)
-    if found is not None:
-        return [AuditInput(found.library, found.payload, origin, "argv")]
+    ctx = _Ctx(origin, None, library=library)
+    found = _from_command(cmd, ctx)
+    if found:
+        return [
+            AuditInput(
+                f.library,
+                f.payload,
+                origin,
+                "argv",
+                f.notes,
+                context=f.context,
+                findings=f.findings,
+            )
+            for f in found
+        ]
     return [_bare(words, library, origin, "argv", ())]
 
 
@@ -184,6 +660,13 @@ def _bare(
     return AuditInput(d.name, payload, origin, kind, notes + extra)
 
 
+def _reader_for(ctx: _Ctx) -> Any:
+    def read(path: str) -> str | None:
+        return try_read_text(path)
+
+    return read
+
+
 def inputs_from_text(
     text: str,
     origin: str,
@@ -191,70 +674,168 @@ def inputs_from_text(
     variables: dict[str, str] | None = None,
     base_dir: Path | None = None,
     kind: str = "shell",
+    version: str | None = None,
+    script_path: Path | None = None,
 ) -> list[AuditInput]:
     """Every launch in a shell script (or an overrides/flags file read with shell rules)."""
     _check_library(library)
+    ctx = _Ctx(origin, base_dir, library=library, version=version)
+    script_dir = str(base_dir.resolve()) if base_dir is not None else None
     try:
         script = parse_script(
-            text, variables, str(base_dir.resolve()) if base_dir is not None else None
+            text,
+            variables,
+            script_dir,
+            script_path=str(script_path.resolve()) if script_path is not None else None,
+            reader=_reader_for(ctx),
+            partial=True,
         )
     except ShellParseError as err:
         raise InputError(f"{origin}: cannot parse shell {err}") from err
-    found = []
+    except ShellLimitError as err:
+        raise InputError(f"{origin}: {err}") from err
+    ctx.script = script
+    found: list[AuditInput] = []
     for cmd in script.commands:
-        where = f"{origin}:{cmd.line}" + (f" [{', '.join(cmd.loop)}]" if cmd.loop else "")
-        item = _from_command(cmd, where, base_dir)
-        if item is not None and (library is None or item.library == library):
-            found.append(item)
+        for item in _from_command(cmd, ctx):
+            if library is None or item.library == library:
+                found.append(item)
+    stop = (
+        [
+            AuditFinding(
+                "script_partly_read",
+                "warning",
+                f"{script.error}: bash stops there too, so the launches after it never run; the "
+                "launches before it are read.",
+                "",
+                "audit",
+            )
+        ]
+        if script.error
+        else []
+    )
     if found:
-        return found
+        notes = tuple(n for n in script.notes if not (script.error and n.startswith(script.error)))
+        return [
+            dataclasses.replace(
+                item,
+                notes=tuple(dict.fromkeys([*item.notes, *notes])),
+                findings=(*item.findings, *stop),
+            )
+            for item in found
+        ]
     # No launch command: a file of overrides or flags (one or many per line).
     words = [w for cmd in script.commands for w in cmd.words]
     if kind == "shell":
         runs = sorted({" ".join(c.words[:3]) for c in script.commands if len(c.words) > 1})
+        instead = ""
+        if ctx.scan.runs:
+            instead = "; it runs " + "; ".join(dict.fromkeys(ctx.scan.runs))
+        error = f"; {script.error} (bash stops there too)" if script.error else ""
         raise InputError(
             f"{origin}: no verl, OpenRLHF or TRL launch found (looked for {', '.join(looked_for())}"
             + (f"; {library} only" if library else "")
-            + f"); the commands here start {runs[:6]}"
+            + f"){instead}{error}; the commands here start {runs[:6]}"
         )
     notes = tuple(dict.fromkeys(n for c in script.commands for n in c.notes))
     unresolved = tuple(dict.fromkeys(u for c in script.commands for u in c.unresolved))
     item = _bare(words, library, origin, "overrides", notes)
-    return [AuditInput(item.library, item.payload, origin, "overrides", item.notes, (), unresolved)]
+    return [
+        AuditInput(
+            item.library,
+            item.payload,
+            origin,
+            "overrides",
+            item.notes,
+            (),
+            (),
+            unresolved,
+            version=version,
+        )
+    ]
 
 
 def looked_for() -> list[str]:
     """The launch forms the audit recognises, for the "no launch found" message."""
     modules = sorted(e.module for d in adapters.descriptors() for e in d.entries if not e.command)
+    shown = [m for m in modules if not m.startswith("recipe.")]
+    recipes = len(modules) - len(shown)
     commands: dict[str, list[str]] = {}
     for d in adapters.descriptors():
         for e in d.entries:
             if e.command:
                 commands.setdefault(e.command[0], []).append(" ".join(e.command[1:]))
     launchers = sorted(x.module for d in adapters.descriptors() for x in d.launchers)
-    return [*modules, *(f"{c} {'|'.join(subs)}" for c, subs in commands.items()), *launchers]
+    return [
+        *shown,
+        *([f"{recipes} verl recipes (recipe.<name>.main_*)"] if recipes else []),
+        *(f"{c} {'|'.join(subs)}" for c, subs in commands.items()),
+        *launchers,
+        "Python scripts that build a TRL trainer",
+    ]
+
+
+def _looks_like_python(text: str) -> bool:
+    if not re.search(r"^\s*(import |from \S+ import |def |class |if __name__)", text, re.M):
+        return False
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def inputs_from_python(
+    text: str, origin: str, library: str | None = None, version: str | None = None
+) -> list[AuditInput]:
+    """The trainers a Python file builds (its config as written; flags from a command line
+    are not known here)."""
+    ctx = _Ctx(origin, Path(origin).parent, library=library, version=version)
+    script = read_python(text, origin)
+    found = _python_launches(text, origin, None, ctx, None, Path(origin))
+    if found:
+        return found
+    instead = "; ".join(f"{origin}:{line} {what}" for line, what in script.others)
+    libs = ", ".join(script.libraries) or "none of verl, OpenRLHF, TRL"
+    raise InputError(
+        f"{origin}: no trainer with a reference KL built here (imports {libs})"
+        + (f"; it runs {instead}" if instead else "")
+        + (
+            "; a Hydra app: audit the command that launches it with its overrides"
+            if script.hydra is not None
+            else ""
+        )
+    )
 
 
 def inputs_from_file(
-    path: str | Path, library: str | None = None, variables: dict[str, str] | None = None
+    path: str | Path,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> list[AuditInput]:
-    """Every launch in a file: YAML/JSON config, shell script, or overrides/flags file."""
+    """Every launch in a file: shell script, Python script, YAML/JSON config or cluster job
+    file, or overrides/flags file. ``version`` is reserved for version-aware reading."""
     _check_library(library)
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix in YAML_SUFFIXES:
-        return inputs_from_mapping(load_mapping(p), library, str(p))
     text = read_text(p)
+    first = text.split("\n", 1)[0]
+    if suffix in PYTHON_SUFFIXES or (first.startswith("#!") and "python" in first):
+        return inputs_from_python(text, str(p), library, version)
+    if suffix in YAML_SUFFIXES:
+        data = load_mapping_text(text, str(p), suffix == ".json")
+        return inputs_from_mapping(data, library, str(p), p, version)
     if suffix not in SHELL_SUFFIXES and not text.startswith("#!"):
-        data: Any = None
+        if _looks_like_python(text):
+            return inputs_from_python(text, str(p), library, version)
+        mapping: dict[str, Any] | None = None
         try:
-            yaml = yaml_module()
-            data = yaml.safe_load(text)
-        except InputError:  # no pyyaml: the file can only be a script or an overrides list
-            pass
-        except Exception:  # not YAML at all (yaml.YAMLError and friends)
-            data = None
-        if isinstance(data, dict) and not any(isinstance(k, str) and "=" in k for k in data):
-            return inputs_from_mapping(data, library, str(p))
+            yaml_module()
+            mapping = load_mapping_text(text, str(p))
+        except InputError:  # no pyyaml, or not a YAML mapping: a script or an overrides list
+            mapping = None
+        if mapping and not any(isinstance(k, str) and "=" in k for k in mapping):
+            return inputs_from_mapping(mapping, library, str(p), p, version)
     kind = "shell" if suffix in SHELL_SUFFIXES or text.startswith("#!") else "overrides"
-    return inputs_from_text(text, str(p), library, variables, p.parent, kind)
+    return inputs_from_text(text, str(p), library, variables, p.parent, kind, version, p)

@@ -106,3 +106,21 @@ class AuditInput:
     kl_config: KLConfig | None = None
     """The KLConfig a kl-patches launcher runs (its ``--kl`` flags); None for a stock launch.
     (TRL's ``kl_*`` keys are read by the TRL reader itself and leave this None.)"""
+    context: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the adapter's reader (entry point, composed config, ...)."""
+    findings: tuple[AuditFinding, ...] = ()
+    """Findings about the launch that the reader cannot see (an assumed entry point, a config
+    file not found, a file only partly read)."""
+    branch: tuple[str, ...] = ()
+    """Undecidable branches of the script this launch depends on (``if@12=then``)."""
+    unknown_items: tuple[tuple[str, str], ...] = ()
+    """(key, value text) of options whose value comes from a command substitution (never
+    run): left out of the reader's input, so the library default stands for them."""
+    empty_items: tuple[tuple[str, str], ...] = ()
+    """(key, variables) of options that are empty because the variables are never set."""
+    vanished: tuple[str, ...] = ()
+    """Never-set variables whose whole word disappeared from the launch (bash drops it)."""
+    args_forwarded: bool = False
+    """True when the launch forwards the script's arguments (``$@``): none in a clean run."""
+    version: str | None = None
+    """A library version to read the launch as (reserved for version-aware reading)."""

@@ -13,7 +13,9 @@ ever added):
      "trainers": [{
         "origin": str, "input_kind": str, "library": str, "version": str|null, "trainer": str,
         "status": "unbiased"|"biased"|"kl_off"|"error", "kl_on": bool, "off_policy": bool,
-        "config": {KLConfig.to_dict()}, "description": str,
+        "off_policy_reason": str,
+        "config": {KLConfig.to_dict(), + "loss_estimator" when the sides differ},
+        "description": str,
         "verdict": {"gradient": str, "unbiased": bool, "unbiased_as_run": bool,
                     "explanation": str, "advice": str, "caveats": [str],
                     "terms": [{"basis": str, "coef": float, "length_normalised": bool,
@@ -33,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kl_patches.audit.model import STATUSES, AuditEntry
-from kl_patches.theory import describe, verdict
+from kl_patches.audit.verdicts import describe_reading, verdict_of
 
 SCHEMA = "kl-patches.audit/1"
 """Identifier of the JSON layout; bumped only if a field changes meaning or disappears."""
@@ -61,8 +63,14 @@ def _jsonable(value: Any) -> Any:
 def entry_dict(entry: AuditEntry) -> dict[str, Any]:
     """One trainer as the JSON schema's ``trainers`` item."""
     r = entry.reading
-    as_run = verdict(r.config, off_policy=r.off_policy)
+    as_run = verdict_of(r, off_policy=r.off_policy)
     v = entry.verdict
+    config = r.config.to_dict()
+    if r.loss_config is not None and r.config.has_reward:
+        config["loss_estimator"] = r.loss_config.estimator
+        config["loss_coef"] = r.loss_config.coef
+    elif r.config.placement == "both" and r.config.loss_coef is not None:
+        config["loss_estimator"] = r.config.estimator
     return {
         "origin": entry.origin,
         "input_kind": entry.kind,
@@ -72,8 +80,9 @@ def entry_dict(entry: AuditEntry) -> dict[str, Any]:
         "status": entry.status,
         "kl_on": entry.kl_on,
         "off_policy": r.off_policy,
-        "config": r.config.to_dict(),
-        "description": describe(r.config),
+        "off_policy_reason": r.off_policy_reason,
+        "config": config,
+        "description": describe_reading(r),
         "verdict": {
             "gradient": v.gradient,
             "unbiased": v.unbiased,
@@ -139,6 +148,9 @@ def _coef(entry: AuditEntry) -> str:
     c = entry.reading.config
     if not entry.kl_on:
         return "-"
+    loss = entry.reading.loss_config
+    if loss is not None and c.has_reward:
+        return f"{c.coef:g} / {loss.coef:g}"
     if c.placement == "both" and c.loss_coef is not None:
         return f"{c.coef:g} / {c.loss_coef:g}"
     return f"{c.coef if c.has_reward else c.loss_coef_value:g}"
@@ -148,7 +160,7 @@ def _kl(entry: AuditEntry) -> str:
     c = entry.reading.config
     if not entry.kl_on:
         return "none"
-    parts = [describe(c)]
+    parts = [describe_reading(entry.reading)]
     if c.has_reward and c.reward_shape != "sequence":
         parts.append(c.reward_shape.replace("_", "-"))
     return ", ".join(parts)
@@ -203,7 +215,7 @@ def _verdict_line(entry: AuditEntry) -> str:
         return "no KL gradient (KL off)."
     head = "unbiased" if v.unbiased else "BIASED"
     off = entry.reading.off_policy
-    if v.unbiased and off and not verdict(entry.reading.config, off_policy=True).unbiased:
+    if v.unbiased and off and not verdict_of(entry.reading, off_policy=True).unbiased:
         head += " on-policy (this run is off-policy: see findings)"
     elif v.unbiased and off:
         head += " off-policy too (prefix importance weights)"
@@ -219,8 +231,8 @@ def _detail_lines(i: int, entry: AuditEntry, width: int) -> list[str]:
         out.append(f"    {label:<11} {wrapped[0]}")
         out.extend(f"    {'':<11} {w}" for w in wrapped[1:])
 
-    field("KL as run", str(r.config))
-    field("policy", _policy(entry))
+    field("KL as run", str(r.config) + (f"; loss side: {r.loss_config}" if r.loss_config else ""))
+    field("policy", _policy(entry) + (f" ({r.off_policy_reason})" if r.off_policy_reason else ""))
     field("verdict", _verdict_line(entry))
     for f in entry.findings:
         field(f.severity.upper(), f"[{f.code}] {f.message}")

@@ -39,14 +39,15 @@ from kl_patches.audit.findings import (
     IGNORED_KL_KEY,
     audit_findings,
     input_findings,
+    not_reference_findings,
     status_of,
     switch_fix,
 )
 from kl_patches.audit.ignored import ignored_keys
 from kl_patches.audit.inputs import inputs_from_argv, inputs_from_file, inputs_from_mapping
 from kl_patches.audit.model import AuditEntry, AuditError, AuditFinding, AuditInput, InputError
+from kl_patches.audit.verdicts import verdict_of
 from kl_patches.config import KLConfig
-from kl_patches.theory import verdict
 
 
 def reader_for(library: str) -> Callable[[Any], NativeReading]:
@@ -57,14 +58,18 @@ def reader_for(library: str) -> Callable[[Any], NativeReading]:
 
 
 def _read(inp: AuditInput) -> NativeReading:
-    read = reader_for(inp.library)
+    d = adapters.get(inp.library) if inp.library in adapters.names() else None
+    if d is None:
+        raise AuditError(f"unknown library {inp.library!r}; choose one of {list(adapters.names())}")
     try:
-        return read(inp.payload)
+        return d.read(inp.payload, **inp.context)
+    except RecursionError as err:
+        raise AuditError(f"{inp.origin}: the input is nested too deeply to read") from err
     except (ValueError, KeyError, TypeError) as err:
         msg = str(err).strip("'\"")
         hint = ""
         if inp.unresolved:
-            names = ", ".join("$" + u for u in inp.unresolved)
+            names = ", ".join("$" + u for u in (inp.vanished or inp.unresolved))
             hint = (
                 f" (the script uses {names}, which it never sets; pass "
                 f"--var {inp.unresolved[0]}=VALUE)"
@@ -83,20 +88,26 @@ def audit_reading(
     ignored: Iterable[str] = (),
 ) -> AuditEntry:
     """Audit a reading an adapter already produced (``extra``: findings about the input)."""
-    on_policy = verdict(reading.config, off_policy=False)
-    as_run = verdict(reading.config, off_policy=reading.off_policy)
+    on_policy = verdict_of(reading, off_policy=False)
+    as_run = verdict_of(reading, off_policy=reading.off_policy)
     findings = [
         AuditFinding(f.code, f.severity, f.message, f.fix, "adapter") for f in reading.findings
     ]
     findings += extra
     findings += audit_findings(reading, as_run)
     ignored = tuple(ignored)
+    other_kl, other_finding = not_reference_findings(reading.library, ignored)
+    if other_finding is not None:
+        findings.append(other_finding)
     kl_like = [
         k
         for k in ignored
-        if "kl" in k.lower().replace(".", "_").split("_")
-        or "kl_" in k.lower()
-        or "_kl" in k.lower()
+        if k not in other_kl
+        and (
+            "kl" in k.lower().replace(".", "_").split("_")
+            or "kl_" in k.lower()
+            or "_kl" in k.lower()
+        )
     ]
     if kl_like:
         findings.append(
@@ -144,6 +155,8 @@ def launched_reading(native: NativeReading, config: KLConfig) -> NativeReading:
 def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
     """Read one launch through its adapter and audit it."""
     reading = _read(inp)
+    if reading.loss_config is not None and inp.kl_config is not None:
+        reading = dataclasses.replace(reading, loss_config=None)
     ignored = ignored_keys(inp, reading) if check_keys else ()
     notes = list(inp.notes)
     if inp.kl_config is not None:
@@ -158,7 +171,9 @@ def audit_input(inp: AuditInput, check_keys: bool = True) -> AuditEntry:
             f"{len(ignored)} key(s) not read by the {inp.library} reader (not KL-relevant, or "
             f"unknown): {', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}"
         )
-    return audit_reading(reading, inp.origin, inp.kind, notes, input_findings(inp), ignored)
+    return audit_reading(
+        reading, inp.origin, inp.kind, notes, input_findings(inp, reading), ignored
+    )
 
 
 def _library_of_object(obj: object) -> str | None:
@@ -170,17 +185,33 @@ def _library_of_object(obj: object) -> str | None:
 
 
 def audit(
-    source: Any, library: str | None = None, variables: dict[str, str] | None = None
+    source: Any,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> list[AuditEntry]:
     """Audit a file path, an argv list, a config mapping, a NativeReading or a config object.
 
-    Raises :class:`AuditError` for input it cannot read (the CLI turns that into exit code 2).
+    ``version`` is reserved for version-aware reading (threaded to the readers; today they read
+    the tested release). Raises :class:`AuditError` for input it cannot read (the CLI turns
+    that into exit code 2), including input nested too deeply for the reader.
     """
+    try:
+        return _audit(source, library, variables, version)
+    except RecursionError as err:
+        raise AuditError(
+            f"{source if isinstance(source, (str, Path)) else 'input'}: nested too deeply to read"
+        ) from err
+
+
+def _audit(
+    source: Any, library: str | None, variables: dict[str, str] | None, version: str | None
+) -> list[AuditEntry]:
     try:
         if isinstance(source, NativeReading):
             return [audit_reading(source)]
         if isinstance(source, (str, Path)):
-            inputs = inputs_from_file(source, library, variables)
+            inputs = inputs_from_file(source, library, variables, version)
         elif isinstance(source, (list, tuple)):
             inputs = inputs_from_argv([str(s) for s in source], library)
         elif isinstance(source, dict):

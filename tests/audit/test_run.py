@@ -138,6 +138,7 @@ _TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "status": str,
     "kl_on": bool,
     "off_policy": bool,
+    "off_policy_reason": str,  # added by issue 12 (the schema only gains fields)
     "config": dict,
     "description": str,
     "verdict": dict,

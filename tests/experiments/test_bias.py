@@ -202,3 +202,19 @@ def test_round_off_is_not_printed() -> None:
 
     assert _bias(6.4e-16) == "<1e-12" and _bias(2.5e-3) == "2.50e-03"
     assert _cosine(float("nan")) == "-" and _cosine(0.9996) == "1.000"
+
+
+def test_results_page_shows_todays_off_policy_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/results.md carries `kl-patches bias --off-policy --markdown`, compared as above."""
+    assert cli.main(["bias", "--off-policy", "--markdown", "--quiet"]) == 0
+    table = capsys.readouterr().out.strip()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
+    header = table.splitlines()[0]
+    assert header.startswith("| KL(mu") and header in text
+    lines = text[text.index(header) :].splitlines()
+    doc = "\n".join(lines[: next(i for i, ln in enumerate(lines) if not ln.startswith("|"))])
+    doc_rows, now_rows = _rows(doc), _rows(table)
+    assert [r[:3] for r in doc_rows] == [r[:3] for r in now_rows]  # level, config, weighting
+    for d, n in zip(doc_rows, now_rows, strict=True):
+        assert all(_close(a, b, 0.01) for a, b in zip(d[3:5], n[3:5], strict=True)), (d, n)
+        assert all(_close(a, b, 0.1) for a, b in zip(d[5:], n[5:], strict=True)), (d, n)

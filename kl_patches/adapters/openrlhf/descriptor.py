@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kl_patches.adapters.base import AdapterDescriptor, Entry, Launcher
+from kl_patches.adapters.base import AdapterDescriptor, Launcher
 
+from .entries import ARGV_MARKERS, OTHER_ENTRIES, entries
 from .read import COVERS
 from .versions import SUPPORT
 
@@ -11,7 +12,7 @@ DESCRIPTOR = AdapterDescriptor(
     name="openrlhf",
     package="kl_patches.adapters.openrlhf",
     support=SUPPORT,
-    entries=(Entry("openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_ppo_ray"),),
+    entries=entries(),
     launchers=(Launcher("kl_patches.openrlhf", "openrlhf"),),
     covers=COVERS,
     bare_argv="flags",
@@ -23,4 +24,7 @@ DESCRIPTOR = AdapterDescriptor(
         "OpenRLHF is configured by command-line flags, not a config file; give the launch "
         "script or the argv (kl-patches audit --library openrlhf -- --flag ...)"
     ),
+    other_entries=OTHER_ENTRIES,
+    argv_markers=ARGV_MARKERS,
+    assumed_entry="openrlhf.cli.train_ppo_ray",
 )

@@ -16,8 +16,8 @@ What OpenRLHF 0.11.2 runs natively (``openrlhf/models/utils.py``, ``experience_m
   the group baseline of the scalar reward (``reward_shape="reward_to_go"``);
 * loss side: a token mean over the optimiser step's global token count
   (``loss_aggregation="token_mean"``), whatever ``--actor.loss_agg_mode`` says;
-* ``--algo.kl.unbiased_gradient`` (0.11.2): the value of the chosen estimator with the gradient
-  of ``k3 * pi/pi_old`` per token (IS weight clipped at 10), read as ``k3`` with
+* ``--algo.kl.unbiased_gradient`` (since 0.11.1): the value of the chosen estimator with the
+  gradient of ``k3 * pi/pi_old`` per token (IS weight clipped at 10), read as ``k3`` with
   ``importance_weighting="token"``.
 
 Flags were renamed to dotted names in 0.10.2 (``--init_kl_coef`` -> ``--algo.kl.init_coef``);

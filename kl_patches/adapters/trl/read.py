@@ -19,6 +19,7 @@ from kl_patches.adapters.files import load_mapping, yaml_module
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
+from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
 from .translate import kind_of, native_config, patched_config, settings_of
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
@@ -33,6 +34,41 @@ def _off_policy(s: dict[str, object]) -> bool:
     spg = s["steps_per_generation"]
     ga = s["gradient_accumulation_steps"]
     return int(s["num_iterations"]) > 1 or (spg is not None and int(spg) > int(ga))  # type: ignore[call-overload]
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload,no-any-return]
+    except (TypeError, ValueError):
+        return default
+
+
+def off_policy_reasons(s: dict[str, object], source: Any) -> list[str]:
+    """Why a GRPO/RLOO run's updates are off-policy, with the settings behind each reason.
+
+    ``steps_per_generation`` defaults to ``gradient_accumulation_steps``; a
+    ``generation_batch_size`` sets it to ``generation_batch_size / (per_device_train_batch_size
+    * processes)`` (one process assumed; noted in the reason)."""
+    out: list[str] = []
+    iterations = _int(s["num_iterations"], 1)
+    if iterations > 1:
+        out.append(
+            f"num_iterations={iterations}: each generation batch is used for {iterations} "
+            "passes of updates"
+        )
+    ga = _int(s["gradient_accumulation_steps"], 1)
+    spg = s["steps_per_generation"]
+    assumed = ""
+    if spg is None and isinstance(source, dict) and source.get("generation_batch_size"):
+        per_device = _int(source.get("per_device_train_batch_size", 8), 8)
+        spg = _int(source["generation_batch_size"], 0) // max(1, per_device)
+        assumed = " (from generation_batch_size / per_device_train_batch_size, one process)"
+    if spg is not None and _int(spg, ga) > ga:
+        out.append(
+            f"steps_per_generation={spg} > gradient_accumulation_steps={ga}{assumed}: one "
+            f"generation batch feeds {_int(spg, ga) // max(1, ga)} optimiser steps"
+        )
+    return out
 
 
 def _findings(kind: str, s: dict[str, object], config: KLConfig, patched: bool) -> list[Finding]:
@@ -105,22 +141,175 @@ def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
     )
 
 
-def read(source: Any) -> NativeReading:
-    """Full reading of a TRL config, trainer or dict for the audit."""
+def _context_findings(
+    kind: str,
+    patchers: tuple[str, ...],
+    subclass: str,
+    overrides: tuple[str, ...],
+    unresolved: tuple[str, ...],
+    entry: str,
+    assumed: str,
+) -> list[Finding]:
+    out: list[Finding] = []
+    for module in patchers:
+        text = PYTHON.patchers.get(module)
+        if text and kind == "GRPO":
+            out.append(Finding(f"trl.{module}_loss", "warning", text + "."))
+    if subclass:
+        kl = [m for m in overrides if m in PYTHON.kl_methods]
+        out.append(
+            Finding(
+                "trl.subclass_overrides",
+                "warning" if kl else "info",
+                f"{subclass} subclasses {kind}Trainer"
+                + (
+                    f" and overrides {', '.join(kl)}, which compute the KL: what runs may "
+                    "differ from the config's meaning read here"
+                    if kl
+                    else " without overriding a method that computes the KL"
+                )
+                + ".",
+            )
+        )
+    if unresolved:
+        out.append(
+            Finding(
+                "trl.unresolved_settings",
+                "warning",
+                f"{', '.join(unresolved)}: set from values the audit cannot compute without "
+                "running the script (a variable from elsewhere, a function call, **kwargs); "
+                "read at their defaults.",
+            )
+        )
+    if assumed:
+        out.append(
+            Finding(
+                "trl.entry_assumed",
+                "warning",
+                f"{entry or 'the script'} is not an entry point kl-patches has recorded; "
+                f"{assumed}.",
+            )
+        )
+    return out
+
+
+def read(
+    source: Any,
+    *,
+    entry: str | None = None,
+    version: str | None = None,
+    patchers: tuple[str, ...] = (),
+    subclass: str = "",
+    overrides: tuple[str, ...] = (),
+    unresolved: tuple[str, ...] = (),
+    assumed: str = "",
+    **_: Any,
+) -> NativeReading:
+    """Full reading of a TRL config, trainer or dict for the audit.
+
+    A dict with ``trainer: ppo`` is read as PPOTrainer (TRL 1.12.0's, its last release). The
+    keyword arguments come from the audit's Python reader: ``patchers`` (modules such as
+    ``unsloth`` that replace the trainer's loss), ``subclass`` and ``overrides`` (a subclass
+    of the trainer and the methods it overrides), ``unresolved`` (settings the script computes
+    at run time), ``entry``/``assumed`` (an unrecorded script read as a TRL trainer, and why);
+    ``version`` is reserved for version-aware reading (the tested release is read).
+    """
+    if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
+        return _read_ppo(source, patchers, subclass, overrides, unresolved, entry or "", assumed)
     kind = kind_of(source)
     s = settings_of(source, kind)
     patched_kl = patched_config(source)
     patched = patched_kl is not None
     config = patched_kl if patched_kl is not None else native_config(kind, s)
+    reasons = off_policy_reasons(s, source)
+    extra = _context_findings(kind, patchers, subclass, overrides, unresolved, entry or "", assumed)
     return NativeReading(
         library="trl",
         version=SUPPORT.installed() or SUPPORT.tested[-1],
-        trainer=f"{kind}Trainer" + (" (kl-patches)" if patched else ""),
+        trainer=(subclass or f"{kind}Trainer")
+        + (f" ({kind}Trainer)" if subclass else "")
+        + (" (kl-patches)" if patched else ""),
         config=config,
-        off_policy=_off_policy(s),
+        off_policy=bool(reasons) or _off_policy(s),
         settings=s,
-        findings=tuple(_findings(kind, s, config, patched)),
+        findings=tuple(_findings(kind, s, config, patched)) + tuple(extra),
         fix=_fix(kind, s, config),
+        off_policy_reason="; ".join(reasons),
+    )
+
+
+def _read_ppo(
+    source: dict[str, Any],
+    patchers: tuple[str, ...],
+    subclass: str,
+    overrides: tuple[str, ...],
+    unresolved: tuple[str, ...],
+    entry: str,
+    assumed: str,
+) -> NativeReading:
+    """PPOTrainer as TRL 1.12.0 ran it: per-token k1 (or k3) in the reward, then GAE."""
+    s: dict[str, object] = {k: source.get(k, v) for k, v in PPO_DEFAULTS.items()}
+    estimator = str(s["kl_estimator"])
+    if estimator not in ("k1", "k3"):
+        raise ValueError(f"kl_estimator={estimator!r} is not valid; choose one of ['k1', 'k3']")
+    coef = float(s["kl_coef"])  # type: ignore[arg-type]
+    findings: list[Finding] = [
+        Finding(
+            "trl.ppo_not_in_release",
+            "warning",
+            f"PPOTrainer is not in TRL {SUPPORT.tested[-1]} (trl.experimental.ppo was last "
+            f"shipped in {PPO_LAST_RELEASE}): read with the semantics of {PPO_LAST_RELEASE}.",
+        )
+    ]
+    if coef > 0:
+        config = KLConfig(
+            estimator=estimator, placement="reward", coef=coef, reward_shape="reward_to_go"
+        )
+    else:
+        config = KLConfig(placement="none", coef=0.0)
+        findings.append(Finding("trl.kl_off", "info", "PPOConfig.kl_coef=0: no KL regularisation."))
+    gamma, lam = float(s["gamma"]), float(s["lam"])  # type: ignore[arg-type]
+    if coef > 0 and (gamma, lam) != (1.0, 1.0):
+        findings.append(
+            Finding(
+                "trl.ppo_gae_discounts_kl",
+                "warning",
+                f"GAE with gamma={gamma:g}, lam={lam:g} discounts the per-token KL penalty "
+                "through the critic's advantage, so the reward side no longer follows the "
+                "sequence KL gradient exactly.",
+                "gamma=1.0 lam=1.0",
+            )
+        )
+    if s["whiten_rewards"]:
+        findings.append(
+            Finding(
+                "trl.ppo_whiten_rewards",
+                "info",
+                "whiten_rewards rescales the KL-shaped rewards from batch to batch.",
+            )
+        )
+    epochs = _int(s["num_ppo_epochs"], 4)
+    minis = _int(s["num_mini_batches"], 1)
+    reasons = []
+    if epochs > 1 or minis > 1:
+        reasons.append(
+            f"num_ppo_epochs={epochs} x num_mini_batches={minis}: "
+            f"{epochs * minis} updates per batch"
+        )
+    findings += _context_findings("PPO", patchers, subclass, overrides, unresolved, entry, assumed)
+    return NativeReading(
+        library="trl",
+        version=PPO_LAST_RELEASE,
+        trainer=(subclass + " (PPOTrainer)") if subclass else "PPOTrainer",
+        config=config,
+        off_policy=bool(reasons),
+        settings=s,
+        findings=tuple(findings),
+        fix=(
+            f"RLOOTrainer with beta={coef if coef > 0 else 0.05:g} (k1 in the reward, per "
+            "sequence)",
+        ),
+        off_policy_reason="; ".join(reasons),
     )
 
 
@@ -143,6 +332,10 @@ def installed_defaults() -> dict[str, dict[str, object]]:
 def claims(mapping: dict[str, Any]) -> bool:
     """A flat mapping (no nested sections) is a TRL ``TrlParser`` config."""
     return bool(mapping) and all(not isinstance(v, dict) for v in mapping.values())
+
+
+KNOWN_KEYS = frozenset({*GRPO_DEFAULTS, *RLOO_DEFAULTS, *PPO_DEFAULTS})
+"""TRL config keys the reader reads (for the audit's unknown-script heuristics)."""
 
 
 def _scalar(text: str) -> Any:
@@ -181,8 +374,9 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
 def entry_payload(
     label: str, argv: list[str], base_dir: Path | None, origin: str = ""
 ) -> LaunchPayload:
-    """A ``trl grpo|rloo`` (or ``trl.scripts.*``) launch as the reader's dict."""
-    return LaunchPayload(argv_dict(argv, label.split()[-1], base_dir))
+    """A ``trl grpo|rloo|ppo`` (or ``trl.scripts.*``) launch as the reader's dict."""
+    trainer = label.split()[-1]
+    return LaunchPayload(argv_dict(argv, trainer, base_dir), context={"entry": label})
 
 
 def bare_payload(words: list[str]) -> dict[str, Any]:

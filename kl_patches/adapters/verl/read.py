@@ -11,6 +11,7 @@ launches.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,21 +21,33 @@ from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 
 from .delivery import PatchSpec
+from .entries import NOT_REFERENCE_KL, facts
 from .translate import (
     from_config,
     loss_side,
+    parse_overrides,
     patch_spec_of,
     reward_side,
     settings_of,
     to_overrides,
 )
-from .versions import ACTOR, GRPO_LIKE, MARKER, TESTED_VERSIONS, VERL_ESTIMATORS, installed_version
+from .versions import (
+    ACTOR,
+    AGG_FROM_VERL,
+    GRPO_LIKE,
+    MARKER,
+    NATIVE_CLAMPS,
+    TESTED_VERSIONS,
+    VERL_ESTIMATORS,
+    installed_version,
+)
 
 COVERS = {
     "verl.kl_off": "kl_off",
     "verl.gdpo_drops_kl": "kl_off",
     "verl.multi_turn_drops_kl": "kl_off",
     "verl.mismatched_coefficients": "coef_mismatch",
+    "verl.mixed_estimators": "mixed_estimators",
     "verl.k3_clamp": "kl_clamp",
     "verl.token_mean_loss": "token_mean_loss",
     "verl.off_policy_loss_kl": "off_policy",
@@ -48,6 +61,19 @@ HYDRA_VALUE_OPTIONS = ("--config-path", "-cp", "--config-name", "-cn", "--config
 """Hydra's own command-line options that take a value."""
 
 
+EXTRA_KEYS = (
+    "trainer.v1.trainer_mode",
+    "distillation.enabled",
+    "distillation.distillation_loss.loss_mode",
+    "async_training.staleness_threshold",
+)
+"""Keys read besides the KL settings of :data:`~.versions.DEFAULTS` (off-policy trainer modes,
+teacher distillation), when a launch sets them."""
+
+ASYNC_MODES = ("colocate_async", "separate_async")
+"""``trainer.v1.trainer_mode`` values whose rollouts come from an older policy."""
+
+
 def is_off_policy(settings: dict[str, Any]) -> bool:
     """Several actor updates per batch: ``ppo_epochs > 1`` or mini-batches smaller than it."""
     epochs = int(settings[ACTOR + "ppo_epochs"])
@@ -55,38 +81,239 @@ def is_off_policy(settings: dict[str, Any]) -> bool:
     return epochs > 1 or mini < int(settings["data.train_batch_size"])
 
 
-def read(source: Any) -> NativeReading:
+def off_policy_reasons(
+    settings: dict[str, Any], extra: dict[str, Any], entry_reason: str = ""
+) -> list[str]:
+    """Why a verl run's updates are off-policy, each reason with the settings behind it."""
+    out: list[str] = []
+    epochs = int(settings[ACTOR + "ppo_epochs"])
+    mini = int(settings[ACTOR + "ppo_mini_batch_size"])
+    batch = int(settings["data.train_batch_size"])
+    if mini < batch:
+        out.append(
+            f"ppo_mini_batch_size={mini} < data.train_batch_size={batch}: "
+            f"{-(-batch // max(1, mini))} updates per batch"
+        )
+    if epochs > 1:
+        out.append(f"ppo_epochs={epochs}: each batch is trained on {epochs} times")
+    mode = extra.get("trainer.v1.trainer_mode")
+    if mode in ASYNC_MODES and bool(settings["trainer.use_v1"]):
+        out.append(f"trainer.v1.trainer_mode={mode}: rollouts come from an older policy")
+    if entry_reason:
+        out.append(entry_reason)
+    return out
+
+
+def _merged_flat(source: Any, base: dict[str, Any] | None, defaults: dict[str, Any]) -> Any:
+    """The reader's source with an entry's config defaults and a composed config file under
+    the launch's own overrides (later wins)."""
+    if not base and not defaults:
+        return source
+    flat: dict[str, Any] = dict(defaults)
+    flat.update(base or {})
+    if isinstance(source, (list, tuple)):
+        flat.update(parse_overrides(source))
+        return s_nested(flat)
+    if isinstance(source, dict):
+        flat.update(flatten(source))
+        return s_nested(flat)
+    return source
+
+
+def _extra(source: Any, base: dict[str, Any] | None) -> dict[str, Any]:
+    flat: dict[str, Any] = dict(base or {})
+    if isinstance(source, (list, tuple)):
+        with contextlib.suppress(ValueError):
+            flat.update(parse_overrides(source))
+    elif isinstance(source, dict):
+        flat.update(flatten(source))
+    return {k: flat[k] for k in EXTRA_KEYS if k in flat}
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as ``{dotted.key: value}``."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def read(
+    source: Any,
+    *,
+    entry: str | None = None,
+    base: dict[str, Any] | None = None,
+    version: str | None = None,
+    assumed: str = "",
+) -> NativeReading:
     """What a verl config does with the KL: KLConfig, off-policy flag, findings, native fix.
 
     ``source`` is anything :func:`kl_patches.adapters.verl.translate.settings_of` reads: an
-    OmegaConf/dict config, a YAML path or text, or a list of Hydra overrides.
+    OmegaConf/dict config, a YAML path or text, or a list of Hydra overrides. ``entry`` is the
+    entry point that runs it (default ``verl.trainer.main_ppo``; see :mod:`.entries`), ``base``
+    the flat settings of a config file the launch composes (``--config-name``), under the
+    overrides. ``version`` is reserved for version-aware reading (the tested release is read).
+    ``assumed`` says why an unrecorded entry is read as ``main_ppo`` (a finding).
     """
-    s = settings_of(source)
+    trainer_facts = facts(entry) if entry else None
+    defaults = dict(trainer_facts.defaults) if trainer_facts else {}
+    s = settings_of(_merged_flat(source, base, defaults))
+    extra = _extra(source, base)
     findings: list[Finding] = []
+    loss_config: KLConfig | None = None
     try:
         config = from_config(s_nested(s))
+        loss_config = _loss_only(s)
     except ValueError as exc:
         config = KLConfig(placement="none", coef=0.0)
         findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
-    off_policy = is_off_policy(s)
+    reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
+    off_policy = bool(reasons)
     findings += _findings(s, config, off_policy)
+    findings += _entry_findings(entry, trainer_facts, s, assumed)
+    findings += _other_kl_findings(s, extra)
     if any(f.code in DROPS_REWARD_KL for f in findings):
-        config = _without_reward_side(config)
+        config = loss_config if loss_config is not None else _without_reward_side(config)
+        loss_config = None
+    if any(f.code in DROPS_LOSS_KL for f in findings):
+        config = _without_loss_side(config)
+        loss_config = None
+    if loss_config is not None and not (config.has_reward and config.has_loss):
+        loss_config = None
     adv = str(s["algorithm.adv_estimator"])
+    name = "main_ppo" if entry in (None, "verl.trainer.main_ppo") else entry
     return NativeReading(
         library="verl",
         version=installed_version() or TESTED_VERSIONS[-1],
-        trainer=f"main_ppo ({adv})",
+        trainer=f"{name} ({adv})",
         config=config,
         off_policy=off_policy,
-        settings=dict(s),
+        settings=dict(s) | extra,
         findings=tuple(findings),
         fix=tuple(_fix(s)),
+        off_policy_reason="; ".join(reasons),
+        loss_config=loss_config,
     )
 
 
-DROPS_REWARD_KL = ("verl.gdpo_drops_kl", "verl.multi_turn_drops_kl")
+def _loss_only(s: dict[str, Any]) -> KLConfig | None:
+    """The loss side alone when both sides are on with different estimators, else None."""
+    reward, loss = reward_side(s), loss_side(s)
+    if not (reward.on and loss.on) or MARKER in (reward.name, loss.name):
+        return None
+    if reward.estimator == loss.estimator or loss.estimator is None:
+        return None
+    est = str(loss.estimator)
+    log_clamp, kl_clamp = NATIVE_CLAMPS[est]
+    agg = AGG_FROM_VERL.get(str(s[ACTOR + "loss_agg_mode"]), "token_mean")
+    return KLConfig(
+        estimator=est,
+        placement="loss",
+        coef=loss.coef,
+        loss_aggregation=agg,
+        log_ratio_clamp=log_clamp,
+        kl_clamp=kl_clamp,
+    )
+
+
+DROPS_REWARD_KL = (
+    "verl.gdpo_drops_kl",
+    "verl.multi_turn_drops_kl",
+    "verl.entry_drops_reward_kl",
+)
 """Findings after which the reward-side KL never reaches the advantage."""
+
+DROPS_LOSS_KL = ("verl.entry_drops_loss_kl",)
+"""Findings after which the loss-side KL never reaches the actor's loss."""
+
+
+def _without_loss_side(config: KLConfig) -> KLConfig:
+    """What verl runs when the trainer's actor never adds the loss-side KL."""
+    if config.placement == "both":
+        return config.replace(placement="reward", loss_coef=None)
+    if config.placement == "loss":
+        return KLConfig(placement="none", coef=config.coef)
+    return config
+
+
+def _entry_findings(
+    entry: str | None, trainer_facts: Any, s: dict[str, Any], assumed: str
+) -> list[Finding]:
+    out: list[Finding] = []
+    reward, loss = reward_side(s), loss_side(s)
+    if entry and trainer_facts is None:
+        out.append(
+            Finding(
+                "verl.entry_assumed",
+                "warning",
+                f"{entry} is not an entry point kl-patches has recorded"
+                + (f" ({assumed})" if assumed else "")
+                + "; it is read as verl.trainer.main_ppo on verl's default config. A trainer "
+                "that overrides fit() may drop the reward KL, and its own config may set other "
+                "defaults.",
+            )
+        )
+    if trainer_facts is None:
+        return out
+    if reward.on and not trainer_facts.reward_kl:
+        out.append(
+            Finding(
+                "verl.entry_drops_reward_kl",
+                "error",
+                f"{entry} never applies the reward-side KL ({trainer_facts.source}): "
+                "algorithm.use_kl_in_reward only makes it build and run the reference model; "
+                "the advantage is computed from the task reward alone.",
+                fix="actor_rollout_ref.actor.use_kl_loss=True with the KL you want in the loss, "
+                "or verl.trainer.main_ppo",
+            )
+        )
+    if loss.on and not trainer_facts.loss_kl:
+        out.append(
+            Finding(
+                "verl.entry_drops_loss_kl",
+                "error",
+                f"{entry}'s actor never adds the loss-side KL ({trainer_facts.source}).",
+            )
+        )
+    if trainer_facts.note:
+        out.append(Finding("verl.entry_note", "info", f"{entry}: {trainer_facts.note}."))
+    return out
+
+
+def _other_kl_findings(s: dict[str, Any], extra: dict[str, Any]) -> list[Finding]:
+    """Terms named "KL" in verl that are not the KL to the reference policy."""
+    out: list[Finding] = []
+    mode = str(s[ACTOR + "policy_loss.loss_mode"])
+    if mode in ("kl_cov", "clip_cov"):
+        out.append(
+            Finding(
+                "verl.kl_cov_not_reference_kl",
+                "info",
+                f"policy_loss.loss_mode={mode} regularises high-covariance tokens against the "
+                "old policy (KL-Cov / Clip-Cov): a trust-region term of the policy loss, not "
+                "the KL to the reference model; it is not part of the KL reading.",
+            )
+        )
+    if bool(extra.get("distillation.enabled")):
+        loss_mode = extra.get("distillation.distillation_loss.loss_mode", "k3")
+        out.append(
+            Finding(
+                "verl.distillation_kl",
+                "info",
+                f"distillation.enabled adds a {loss_mode} distillation loss towards a teacher "
+                "model: a KL to the teacher, not to the reference policy; it is not part of "
+                "the KL reading.",
+            )
+        )
+    return out
+
+
+NOT_REFERENCE = NOT_REFERENCE_KL
+"""Key globs of verl settings named "KL" that are not the reference KL (see :mod:`.entries`)."""
 
 
 def _without_reward_side(config: KLConfig) -> KLConfig:
@@ -214,8 +441,9 @@ def _findings(s: dict[str, Any], config: KLConfig, off_policy: bool) -> list[Fin
             Finding(
                 "verl.mixed_estimators",
                 "warning",
-                f"The reward uses {reward.name!r} and the loss {loss.name!r}; the reported "
-                "KLConfig describes the reward side's estimator only.",
+                f"The reward uses {reward.name!r} and the loss {loss.name!r}: two estimators; "
+                "the verdict combines the reward side's score term with the loss side's "
+                "path-wise term.",
                 fix=fix,
             )
         )
@@ -338,8 +566,17 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
 
 
 def claims(mapping: Mapping[str, Any]) -> bool:
-    """A mapping with a verl section (``algorithm``, ``actor_rollout_ref``) is a verl config."""
-    return any(isinstance(mapping.get(k), dict) for k in SECTIONS)
+    """A mapping with a verl section (``algorithm``, ``actor_rollout_ref``) is a verl config, so
+    is a Hydra config whose ``defaults`` list or search path names verl's trainer configs."""
+    if any(isinstance(mapping.get(k), dict) for k in SECTIONS):
+        return True
+    defaults = mapping.get("defaults")
+    names = [str(d) for d in defaults] if isinstance(defaults, list) else []
+    if any(n.endswith(("ppo_trainer", "ppo_megatron_trainer")) for n in names):
+        return True
+    hydra = mapping.get("hydra")
+    search = hydra.get("searchpath") if isinstance(hydra, dict) else None
+    return isinstance(search, list) and any("verl" in str(p) for p in search)
 
 
 def split_hydra_options(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -362,19 +599,65 @@ def split_hydra_options(argv: list[str]) -> tuple[list[str], list[str]]:
     return overrides, options
 
 
+def hydra_options(options: list[str]) -> dict[str, str]:
+    """``--config-path``/``--config-name``/``--config-dir`` (and short forms) of an argv."""
+    names = {
+        "--config-path": "config_path",
+        "-cp": "config_path",
+        "--config-name": "config_name",
+        "-cn": "config_name",
+        "--config-dir": "config_dir",
+        "-cd": "config_dir",
+    }
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(options):
+        tok = options[i]
+        key, eq, value = tok.partition("=")
+        if key in names:
+            if eq:
+                out[names[key]] = value
+            elif i + 1 < len(options):
+                out[names[key]] = options[i + 1]
+                i += 1
+        i += 1
+    return out
+
+
 def entry_payload(
     label: str, argv: list[str], base_dir: Path | None = None, origin: str = ""
 ) -> LaunchPayload:
-    """A ``main_ppo`` launch: its Hydra overrides (Hydra's own options are noted, not read)."""
+    """A verl launch: its Hydra overrides, the entry point, and Hydra's config options (the
+    audit composes the config file they name and hands it back as ``base``)."""
     overrides, options = split_hydra_options(argv)
+    found = hydra_options(options)
+    trainer_facts = facts(label)
+    context: dict[str, Any] = {"entry": label}
+    if trainer_facts is not None and trainer_facts.config and "config_name" not in found:
+        found.setdefault("default_config", trainer_facts.config)
+    if found:
+        context["hydra"] = found
+    other = [o for o in options if o not in _option_words(options)]
     notes: tuple[str, ...] = ()
-    if options:
-        notes = (
-            f"Hydra options not read: {' '.join(options)}; the overrides are read on top of "
-            "verl's default config, so KL settings in a custom config file are not seen "
-            "(audit that YAML file too)",
-        )
-    return LaunchPayload(overrides, notes)
+    if other:
+        notes = (f"Hydra options not read: {' '.join(other)}",)
+    return LaunchPayload(overrides, notes, context=context)
+
+
+def _option_words(options: list[str]) -> set[str]:
+    """The words of ``options`` that are config path/name/dir options or their values."""
+    keys = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
+    out: set[str] = set()
+    i = 0
+    while i < len(options):
+        key = options[i].partition("=")[0]
+        if key in keys:
+            out.add(options[i])
+            if "=" not in options[i] and i + 1 < len(options):
+                out.add(options[i + 1])
+                i += 1
+        i += 1
+    return out
 
 
 def installed_defaults() -> dict[str, Any]:

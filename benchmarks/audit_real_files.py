@@ -1,0 +1,478 @@
+"""Score ``kl-patches audit`` on real launch files from public repositories.
+
+Usage::
+
+    python benchmarks/audit_real_files.py MIRROR_ROOT [--library-version-from-pin]
+        [--json OUT] [--files benchmarks/audit_real_files/files.yaml] [--only ID ...]
+        [--timeout 60] [--audit "kl-patches audit"]
+
+MIRROR_ROOT holds bare git mirrors as the team's fetch tool writes them
+(``MIRROR_ROOT/<owner>+<name>/repo``). For every file listed in files.yaml this script writes
+the file and its siblings (configs it names, scripts it sources) from the mirror into a
+throwaway directory with ``git cat-file blob``, checks each blob id, runs
+``kl-patches audit PATH --json`` (a subprocess with a timeout; the variables a user must set,
+``env`` in the list, are passed as ``--var``), and compares the audit's trainers with the
+expected readings derived without kl-patches (benchmarks/audit_real_files/derive.py).
+
+A file is *read right* when every expected trainer launch is matched one-to-one by an audit
+trainer with the same library, the same reward side and loss side (estimator, and coefficient
+to 1e-9 relative) and the same off-policy flag, and the audit reports no extra launch. An
+expected launch the library itself would refuse (``rejected``) is matched only by an audit
+trainer of that library with status ``error`` (an audit that cannot read the file at all is
+*unreadable*, not right). *Unreadable*: the audit exited 2, timed out or printed no JSON.
+
+Two expectations are scored: ``newest`` (the releases the audit assumes: verl 0.9.1,
+OpenRLHF 0.11.2, TRL 1.16.0) and ``pinned`` (the version the file's repository pins). With
+``--library-version-from-pin`` the pinned run passes ``--library-version LIB=VER`` to the audit
+when its ``--help`` offers that option; otherwise the pinned expectation is scored against the
+same audit output. Not part of the test suite (it needs the mirrors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent / "audit_real_files"
+sys.path.insert(0, str(HERE))
+
+from mirror import MirrorError, git_dir, materialise  # noqa: E402
+
+LIBRARIES = ("verl", "openrlhf", "trl")
+
+
+# ----------------------------------------------------------------------------- audit side
+def audit_reading(trainer: dict[str, Any]) -> dict[str, Any]:
+    """One audit JSON trainer as a reading (reward side, loss side, off-policy)."""
+    cfg = trainer.get("config") or {}
+    placement = cfg.get("placement", "none")
+    est = cfg.get("estimator")
+    coef = cfg.get("coef")
+    loss_coef = cfg.get("loss_coef")
+    reward = loss = None
+    if placement in ("reward", "both") and coef:
+        reward = {"estimator": est, "coef": float(coef)}
+    if placement in ("loss", "both"):
+        lc = loss_coef if loss_coef is not None else coef
+        if lc:
+            loss = {"estimator": est, "coef": float(lc)}
+    return {
+        "library": trainer.get("library"),
+        "trainer": trainer.get("trainer"),
+        "origin": trainer.get("origin"),
+        "status": trainer.get("status"),
+        "reward": reward,
+        "loss": loss,
+        "off_policy": bool(trainer.get("off_policy")),
+        "notes": list(trainer.get("notes", []))[:6],
+        "findings": [f.get("code") for f in trainer.get("findings", [])],
+    }
+
+
+def run_audit(
+    audit_cmd: list[str],
+    path: Path,
+    cwd: Path,
+    variables: dict[str, str],
+    extra: list[str],
+    timeout: float,
+) -> dict[str, Any]:
+    """Run the audit on one file: {"rc", "json" | None, "stderr"}."""
+    cmd = [*audit_cmd, str(path), "--json", *extra]
+    for k, v in variables.items():
+        cmd += ["--var", f"{k}={v}"]
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+    except subprocess.TimeoutExpired:
+        return {"rc": 124, "json": None, "stderr": f"timed out after {timeout:g}s"}
+    doc = None
+    if proc.stdout.strip():
+        try:
+            doc = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            doc = None
+    return {"rc": proc.returncode, "json": doc, "stderr": proc.stderr.strip()}
+
+
+def supports_library_version(audit_cmd: list[str]) -> bool:
+    """True when ``kl-patches audit --help`` offers ``--library-version``."""
+    try:
+        out = subprocess.run(
+            [*audit_cmd, "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--library-version" in out.stdout
+
+
+def default_audit() -> str:
+    """``kl-patches`` of this Python's environment, else the one on PATH."""
+    here = Path(sys.executable).parent / "kl-patches"
+    if here.exists():
+        return str(here)
+    found = shutil.which("kl-patches")
+    if found is None:
+        raise SystemExit("kl-patches is not installed here; pass --audit 'CMD audit'")
+    return found
+
+
+# ----------------------------------------------------------------------------- comparison
+def _same_coef(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+
+
+def _side_text(side: dict[str, Any] | None) -> str:
+    return "none" if side is None else f"{side['estimator']}@{side['coef']:g}"
+
+
+def side_diff(name: str, exp: dict[str, Any] | None, got: dict[str, Any] | None) -> str:
+    """Empty when two sides agree, else a short description."""
+    if exp is None and got is None:
+        return ""
+    if exp is None or got is None:
+        return f"{name} {_side_text(exp)} expected, audit {_side_text(got)}"
+    if exp["estimator"] != got["estimator"] or not _same_coef(exp["coef"], got["coef"]):
+        return f"{name} {_side_text(exp)} expected, audit {_side_text(got)}"
+    return ""
+
+
+def launch_diff(exp: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    """Differences between an expected launch and an audit trainer ([] when they match)."""
+    if exp.get("rejected"):
+        if got["library"] == exp["library"] and got["status"] == "error":
+            return []
+        return [f"library rejects it ({exp['rejected'][:90]}); audit read it as "
+                f"{got['library']} reward {_side_text(got['reward'])} loss "
+                f"{_side_text(got['loss'])}"]  # fmt: skip
+    out = []
+    if got["library"] != exp["library"]:
+        out.append(f"library {exp['library']} expected, audit {got['library']}")
+    out += [d for d in (side_diff("reward", exp["reward"], got["reward"]),
+                        side_diff("loss", exp["loss"], got["loss"])) if d]  # fmt: skip
+    if bool(exp["off_policy"]) != got["off_policy"]:
+        out.append(f"off_policy {exp['off_policy']} expected ({exp['off_policy_reason'][:60]}), "
+                   f"audit {got['off_policy']}")  # fmt: skip
+    return out
+
+
+def score(expected: list[dict[str, Any]], audit: dict[str, Any]) -> dict[str, Any]:
+    """Verdict for one file and one expectation: right / wrong / unreadable, with reasons."""
+    if audit["json"] is None:
+        first = (audit["stderr"].splitlines() or [""])[-1][:200]
+        if not expected and audit["rc"] == 2 and "launch found" in first:
+            return {"verdict": "right", "reasons": [], "note": "no launch, and none found"}
+        return {"verdict": "unreadable", "reasons": [f"audit rc={audit['rc']}: {first}"]}
+    got = [audit_reading(t) for t in audit["json"].get("trainers", [])]
+    if not expected:
+        if not got:
+            return {"verdict": "right", "reasons": []}
+        return {"verdict": "wrong", "reasons": [f"no launch expected, audit found {len(got)}"]}
+    if not got:
+        return {"verdict": "wrong", "reasons": [f"{len(expected)} launch(es) expected, audit "
+                                                "found none"]}  # fmt: skip
+    unused = list(range(len(got)))
+    reasons: list[str] = []
+    for k, exp in enumerate(expected):
+        match = next((j for j in unused if not launch_diff(exp, got[j])), None)
+        if match is not None:
+            unused.remove(match)
+            continue
+        # report against the closest candidate: same position if unused, else the first unused
+        cand = k if k in unused else (unused[0] if unused else None)
+        if cand is None:
+            reasons.append(f"launch {k + 1} ({exp['entry']}): not found by the audit")
+            continue
+        unused.remove(cand)
+        reasons.append(
+            f"launch {k + 1} ({exp['entry']}): " + "; ".join(launch_diff(exp, got[cand]))
+        )
+    if unused:
+        reasons.append(f"audit found {len(unused)} launch(es) not expected")
+    if len(got) != len(expected):
+        reasons.insert(0, f"{len(expected)} launch(es) expected, audit found {len(got)}")
+    return {"verdict": "wrong" if reasons else "right", "reasons": reasons}
+
+
+# ----------------------------------------------------------------------------- causes
+def cause(item: dict[str, Any], res: dict[str, Any], which: str) -> str:
+    """The first matching cause of a file not read right (rules in order; see RESULTS.md)."""
+    verdict = res[which]
+    audit = res.get("audit", {})
+    err = audit.get("stderr", "")
+    notes = " ".join(n for t in audit.get("trainers", []) for n in t.get("notes", []))
+    reasons = " ".join(verdict["reasons"])
+    exp = item["expect"][which.removesuffix("_kl")]["launches"]
+    entries = sorted({x["entry"] for x in exp})
+    kind = item["kind"]
+    feats = " ".join(item.get("features", []))
+    if verdict["verdict"] == "unreadable":
+        if kind == "python" and "cannot parse shell" in err:
+            return "Python file read as a shell script (stops at a backtick)"
+        if kind == "python":
+            return "Python file not read (no Python reader; the library guess on its text fails)"
+        if kind == "cluster-yaml":
+            return "cluster YAML (SkyPilot run: block) not read"
+        if kind == "yaml" and "cannot tell which library" in err:
+            return "config YAML not recognised (nested values / defaults-list only)"
+        if "launch found" in err and "srun" in feats:
+            return 'launch inside srun ... bash -c "..." not looked into'
+        if "launch found" in err and item["library"] == "trl":
+            return "TRL project script run as a .py path (torchrun/accelerate) not recognised"
+        if "launch found" in err:
+            return f"entry point not recognised ({', '.join(entries)})"
+        if "[@]" in err:
+            return "bash array expansion ${ARR[@]} not followed"
+        if "${@" in err or "'$@'" in err:
+            return "forwarded script arguments ${@:1} / $@ read as an override"
+        if "has no '='" in err or "invalid literal" in err:
+            return "a variable the reader does not resolve is read as an override/value"
+        return "audit refused: " + (err.splitlines() or [""])[-1][:80]
+    if "library rejects it" in reasons:
+        return "library refuses the launch under this version; the audit does not check keys"
+    if "[@]" in notes and "expansion" in notes:
+        return "bash array expansion ${ARR[@]} not followed (read silently as defaults)"
+    if "launch(es) expected, audit found" in reasons:
+        return "number of launches differs"
+    if "use_kl_estimator_k3" in " ".join(item.get("features", [])) or (
+        "old_flag" in " ".join(item.get("features", []))
+    ):
+        return "old flag --use_kl_estimator_k3 ignored"
+    flat = (
+        item["library"] == "openrlhf"
+        and which.startswith("newest")
+        and any(
+            "--init_kl_coef" in " ".join(x.get("kl_keys_only", {}).get("dropped", [])) for x in exp
+        )
+    )
+    if flat:
+        return "audit reads pre-0.10.2 flat flags (--init_kl_coef ...) that 0.11.2 ignores"
+    if item["library"] == "verl" and "reward k1" in reasons and "expected, audit none" in reasons:
+        return "pre-0.4 verl applies k1 in the reward when use_kl_loss is false (audit: 0.9.1)"
+    if "off_policy" in reasons and "reward" not in reasons and "loss" not in reasons:
+        return "off-policy flag differs"
+    return "KL sides differ: " + reasons[:80]
+
+
+# ----------------------------------------------------------------------------- files
+def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
+    """Write the file and its siblings under ``dest`` (blob ids checked); the file's path."""
+    gdir = git_dir(mirrors, item["repo"])
+    mount = Path(item.get("mount", ""))
+    target = dest / mount
+    path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
+    for sib in item.get("siblings", []):
+        materialise(gdir, item["commit"], sib["path"], sib["blob"], target)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mirrors", type=Path, help="folder of bare git mirrors (owner+name/repo)")
+    p.add_argument("--files", type=Path, default=HERE / "files.yaml")
+    p.add_argument("--library-version-from-pin", action="store_true")
+    p.add_argument("--json", type=Path, help="write every result here")
+    p.add_argument("--markdown", type=Path, help="write the tables and a per-file table here")
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument(
+        "--audit",
+        default=None,
+        help="the audit command (default: kl-patches next to this Python, or on PATH)",
+    )
+    args = p.parse_args(argv)
+    import yaml
+
+    doc = yaml.safe_load(args.files.read_text())
+    items = [x for x in doc["files"] if not args.only or x["id"] in args.only]
+    audit_cmd = shlex.split(args.audit) if args.audit else [default_audit(), "audit"]
+    with_version = args.library_version_from_pin and supports_library_version(audit_cmd)
+    if args.library_version_from_pin and not with_version:
+        print("note: the audit has no --library-version option; the pinned expectation is "
+              "scored against the same audit output as the newest one\n")  # fmt: skip
+    results: list[dict[str, Any]] = []
+    for item in items:
+        res: dict[str, Any] = {"id": item["id"], "library": item["library"],
+                               "kind": item["kind"], "features": item.get("features", []),
+                               "repo": item["repo"], "path": item["path"]}  # fmt: skip
+        if "expect" not in item:
+            res["error"] = item.get("derive_error", "no expectation")
+            results.append(res)
+            continue
+        with tempfile.TemporaryDirectory(prefix="rf-audit-") as tmp:
+            root = Path(tmp)
+            try:
+                path = materialise_item(args.mirrors, item, root)
+            except MirrorError as exc:
+                res["error"] = str(exc)
+                results.append(res)
+                continue
+            cwd = root / item.get("mount", "") / item.get("cwd", ".")
+            cwd.mkdir(parents=True, exist_ok=True)
+            variables = {str(k): str(v) for k, v in (item.get("env") or {}).items()}
+            plain = run_audit(audit_cmd, path, cwd, variables, [], args.timeout)
+            res["audit"] = _summary(plain)
+            res["newest"] = score(item["expect"]["newest"]["launches"], plain)
+            res["newest"]["lib_rejects"] = _rejects(item["expect"]["newest"]["launches"])
+            res["newest_kl"] = score(_kl_only(item["expect"]["newest"]["launches"]), plain)
+            res["newest_kl"]["lib_rejects"] = _rejects(
+                _kl_only(item["expect"]["newest"]["launches"])
+            )
+            if "pinned" in item["expect"]:
+                pin_run = plain
+                if with_version:
+                    lib_ver = f"{item['library']}={item['pin']['version']}"
+                    pin_run = run_audit(audit_cmd, path, cwd, variables,
+                                        ["--library-version", lib_ver], args.timeout)  # fmt: skip
+                    res["audit_pinned"] = _summary(pin_run)
+                res["pinned"] = score(item["expect"]["pinned"]["launches"], pin_run)
+                res["pinned"]["version"] = item["expect"]["pinned"]["version"]
+                res["pinned"]["lib_rejects"] = _rejects(item["expect"]["pinned"]["launches"])
+                res["pinned_kl"] = score(_kl_only(item["expect"]["pinned"]["launches"]), pin_run)
+                res["pinned_kl"]["version"] = res["pinned"]["version"]
+                res["pinned_kl"]["lib_rejects"] = _rejects(
+                    _kl_only(item["expect"]["pinned"]["launches"])
+                )
+        for which in ("newest", "newest_kl", "pinned", "pinned_kl"):
+            if which in res and res[which]["verdict"] != "right":
+                res[which]["cause"] = cause(item, res, which)
+        results.append(res)
+    report(results)
+    if args.json:
+        args.json.write_text(json.dumps({"results": results}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(results))
+    return 0
+
+
+TITLES = {
+    "newest": "newest (verl 0.9.1 / OpenRLHF 0.11.2 / TRL 1.16.0)",
+    "newest_kl": "newest, KL keys only (keys the release refuses left out)",
+    "pinned": "pinned (the version each repository pins)",
+    "pinned_kl": "pinned, KL keys only",
+}
+"""The four scored expectations."""
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    """The score tables, the causes and one row per file, as Markdown."""
+    out = ["<!-- generated by benchmarks/audit_real_files.py --markdown; do not edit -->", ""]
+    for which, title in TITLES.items():
+        out += [f"### {title}", "", "| library | files | right | wrong | unreadable | "
+                "library refuses |", "|---|---|---|---|---|---|"]  # fmt: skip
+        total: Counter[str] = Counter()
+        for lib in LIBRARIES:
+            c: Counter[str] = Counter()
+            for r in results:
+                if r["library"] == lib and which in r:
+                    c["files"] += 1
+                    c[r[which]["verdict"]] += 1
+                    c["rejected"] += int(r[which].get("lib_rejects", False))
+            total.update(c)
+            out.append(f"| {lib} | {c['files']} | {c['right']} | {c['wrong']} | "
+                       f"{c['unreadable']} | {c['rejected']} |")  # fmt: skip
+        out.append(f"| all | {total['files']} | {total['right']} | {total['wrong']} | "
+                   f"{total['unreadable']} | {total['rejected']} |")  # fmt: skip
+        out.append("")
+    out += ["### Per file", "",
+            "| file | library | kind | newest | newest KL | pinned | pinned KL | cause (pinned KL, "
+            "else newest KL) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    short = {"right": "right", "wrong": "WRONG", "unreadable": "unread."}
+    for r in results:
+        cells = [short.get(r[w]["verdict"], "?") if w in r else "-" for w in TITLES]
+        why = (r.get("pinned_kl") or r.get("newest_kl") or {}).get("cause", "")
+        if not why and r.get("newest_kl", {}).get("verdict") != "right":
+            why = r.get("newest_kl", {}).get("cause", "")
+        out.append(f"| {r['id']} | {r['library']} | {r['kind']} | " + " | ".join(cells)
+                   + f" | {why.replace('|', '/')} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def _kl_only(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Refused launches replaced by their "KL keys only" reading, where derive.py has one
+    (the reading with the overrides/flags this version does not know left out)."""
+    return [x.get("kl_keys_only", x) if x.get("rejected") else x for x in launches]
+
+
+def _rejects(launches: list[dict[str, Any]]) -> bool:
+    return any(x.get("rejected") for x in launches)
+
+
+def _summary(run: dict[str, Any]) -> dict[str, Any]:
+    doc = run["json"]
+    trainers = [audit_reading(t) for t in doc.get("trainers", [])] if doc else []
+    err = run["stderr"]
+    err = err if len(err) <= 700 else err[:350] + " ... " + err[-350:]
+    return {"rc": run["rc"], "stderr": err, "trainers": trainers}
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    """Print the per-library tables and the mismatches."""
+    titles = TITLES
+    for which in titles:
+        rows: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in results:
+            if which in r:
+                rows[r["library"]][r[which]["verdict"]] += 1
+                rows[r["library"]]["files"] += 1
+                rows[r["library"]]["rejected"] += int(r[which].get("lib_rejects", False))
+        print(f"== expectation: {titles[which]}")
+        print(f"{'library':10} {'files':>5} {'right':>5} {'wrong':>5} {'unreadable':>10} "
+              f"{'(lib rejects)':>13}")  # fmt: skip
+        total: Counter[str] = Counter()
+        for lib in LIBRARIES:
+            c = rows.get(lib, Counter())
+            total.update(c)
+            print(f"{lib:10} {c['files']:5d} {c['right']:5d} {c['wrong']:5d} {c['unreadable']:10d} "
+                  f"{c['rejected']:13d}")  # fmt: skip
+        print(f"{'all':10} {total['files']:5d} {total['right']:5d} {total['wrong']:5d} "
+              f"{total['unreadable']:10d} {total['rejected']:13d}\n")  # fmt: skip
+    print(
+        "(lib rejects: files with at least one launch the library itself refuses under that "
+        "version)\n"
+    )
+    errors = [r for r in results if "error" in r]
+    for r in errors:
+        print(f"not scored: {r['id']}: {r['error']}")
+    for which in titles:
+        causes: Counter[str] = Counter()
+        examples: dict[str, list[str]] = defaultdict(list)
+        for r in results:
+            if which in r and r[which]["verdict"] != "right":
+                why = str(r[which].get("cause", "?"))
+                causes[why] += 1
+                examples[why].append(r["id"])
+        print(f"== causes: {titles[which]}")
+        for why, n in causes.most_common():
+            print(f"{n:3d}  {why}  (e.g. {', '.join(examples[why][:2])})")
+        print()
+    for which in titles:
+        print(f"== mismatches: {titles[which]}")
+        for r in results:
+            if which in r and r[which]["verdict"] != "right":
+                ver = f", {r[which]['version']}" if "version" in r[which] else ""
+                text = " | ".join(r[which]["reasons"])[:300]
+                print(f"{r['id']} [{r[which]['verdict']}{ver}]: {text}")
+        print()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

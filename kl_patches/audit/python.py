@@ -1,0 +1,708 @@
+"""Read a Python training script with :mod:`ast` only: which trainer it builds, with which config.
+
+The script is parsed, never imported or run. The reader walks its syntax tree in order, with a
+small evaluator for literals (numbers, strings, lists, dicts, ``dict(...)``, arithmetic,
+f-strings of known values, module-level constants, ``os.environ.get(NAME, DEFAULT)`` read as in
+a clean environment), and records:
+
+* every construction of a trainer class an adapter names (:class:`~kl_patches.adapters.base.
+  PythonApi`: ``GRPOTrainer``, ``RLOOTrainer``, ``PPOTrainer``, subclasses defined in the script,
+  kl-patches' own trainers with ``kl=KLConfig...``), with its config object: the keyword literals
+  of ``GRPOConfig(...)``, attributes assigned afterwards (``args.beta = 0.0``), or the command
+  line when the config comes from a parser (``TrlParser((..., GRPOConfig, ...))``);
+* modules that patch the trainers when imported (``unsloth``) and, for a subclass, the methods it
+  overrides;
+* trainers of other kinds (SFT, DPO, distillation), so "no launch found" can say what runs;
+* a Hydra application (``@hydra.main(config_path=..., config_name=...)``) and the libraries the
+  script imports, so a fork's copy of a trainer entry point is recognised.
+
+What cannot be resolved (``**kwargs`` built elsewhere, a value computed at run time) is listed in
+:attr:`PyLaunch.unresolved` and becomes a finding; it is never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from kl_patches import adapters
+from kl_patches.adapters.base import PythonApi
+from kl_patches.audit.model import InputError
+from kl_patches.config import KLConfig
+
+__all__ = ["PyLaunch", "PyScript", "read_python"]
+
+MAX_STEPS = 200_000
+"""Syntax-tree nodes the reader visits at most (a bound for hostile files)."""
+
+
+class _Unknown:
+    """A value the reader cannot compute without running the script."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"<unknown {self.why}>"
+
+
+@dataclass
+class _ClassRef:
+    name: str
+
+
+@dataclass
+class _Config:
+    library: str
+    label: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    unresolved: list[str] = field(default_factory=list)
+    from_argv: bool = False
+    line: int = 0
+
+
+@dataclass
+class _Parser:
+    classes: list[str]
+
+
+@dataclass
+class PyLaunch:
+    """One trainer the script builds."""
+
+    library: str
+    """The library whose trainer it is."""
+    label: str
+    """The trainer label for the adapter's reader (``grpo``, ``rloo``, ``ppo``)."""
+    line: int
+    """Line of the trainer's construction."""
+    kwargs: dict[str, Any]
+    """The config's settings the reader could compute."""
+    unresolved: list[str]
+    """Settings (or ``**name`` expansions) whose value the reader cannot compute."""
+    from_argv: bool
+    """True when the config comes from the command line (a parser such as ``TrlParser``)."""
+    trainer_class: str
+    """The class constructed (a subclass's own name when it is one)."""
+    subclass: str = ""
+    """The script's own subclass of the library's trainer, if that is what it builds."""
+    overrides: tuple[str, ...] = ()
+    """Methods the subclass overrides."""
+    kl: dict[str, Any] | None = None
+    """The KLConfig (``to_dict()``) of a kl-patches trainer or ``kl_patches.<lib>.apply``."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader could not follow exactly."""
+
+
+@dataclass
+class PyScript:
+    """What a Python script builds, as far as its syntax tree says."""
+
+    launches: list[PyLaunch]
+    """The trainers it builds."""
+    others: list[tuple[int, str]]
+    """(line, what it runs) of trainers that are not reference-KL RL trainers."""
+    libraries: list[str]
+    """Adapter libraries the script imports."""
+    imports: list[str]
+    """Every module it imports (dotted names)."""
+    patchers: list[str]
+    """Modules that patch the libraries' trainers when imported (``unsloth``)."""
+    hydra: dict[str, str] | None
+    """``config_path``/``config_name`` of its ``@hydra.main``, None when it has none."""
+    notes: list[str]
+    """What the reader could not follow exactly."""
+
+
+def _apis() -> list[tuple[str, PythonApi]]:
+    return [(d.name, d.python) for d in adapters.descriptors() if d.python is not None]
+
+
+class _Reader:
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.apis = _apis()
+        self.trainers: dict[str, tuple[str, str]] = {}
+        self.configs: dict[str, tuple[str, str]] = {}
+        self.parsers: set[str] = set()
+        self.others: dict[str, str] = {}
+        self.kl_classes: dict[str, tuple[str, str]] = {}
+        for lib, api in self.apis:
+            for cls, label in api.trainers.items():
+                self.trainers[cls] = (lib, label)
+            for cls, label in api.configs.items():
+                self.configs[cls] = (lib, label)
+            self.parsers.update(api.parsers)
+            self.others.update(api.other)
+        self.subclasses: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        self.launches: list[PyLaunch] = []
+        self.other_runs: list[tuple[int, str]] = []
+        self.imports: list[str] = []
+        self.patchers: list[str] = []
+        self.kl_imports: dict[str, tuple[str, str]] = {}
+        self.kl_apply: dict[str, str] = {}
+        self.applied: dict[str, dict[str, Any]] = {}
+        self.hydra: dict[str, str] | None = None
+        self.notes: list[str] = []
+        self.steps = 0
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+
+    # ------------------------------------------------------------------ walking
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise InputError(f"{self.origin}: more than {MAX_STEPS} syntax nodes to read")
+
+    def run(self, tree: ast.Module) -> None:
+        env: dict[str, Any] = {"__name__": "__main__"}
+        self.block(tree.body, env)
+        # functions never called at module level are read too (main() under a guard is)
+        for fn in list(self.functions.values()):
+            if not getattr(fn, "_kl_read", False):
+                self._function(fn, env, [])
+
+    def block(self, body: list[ast.stmt], env: dict[str, Any]) -> None:
+        for stmt in body:
+            self.stmt(stmt, env)
+
+    def stmt(self, node: ast.stmt, env: dict[str, Any]) -> None:
+        self._tick()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._import(node, env)
+        elif isinstance(node, ast.Assign):
+            value = self.expr(node.value, env)
+            for target in node.targets:
+                self._bind(target, value, env, node.value)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self._bind(node.target, self.expr(node.value, env), env, node.value)
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):
+                env[node.target.id] = _Unknown(ast.unparse(node)[:60])
+        elif isinstance(node, ast.Expr):
+            self.expr(node.value, env)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.functions[node.name] = node
+            for deco in node.decorator_list:
+                self._decorator(deco, env)
+        elif isinstance(node, ast.ClassDef):
+            self._class(node, env)
+        elif isinstance(node, ast.If):
+            test = self.expr(node.test, env)
+            if test is True or (not isinstance(test, _Unknown) and bool(test) and test is not None):
+                self.block(node.body, env)
+            elif isinstance(test, _Unknown):
+                self.block(node.body, env)
+                self.block(node.orelse, env)
+            else:
+                self.block(node.orelse, env)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            self.block(node.body, env)
+            self.block(node.orelse, env)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            self.block(node.body, env)
+        elif isinstance(node, ast.Try):
+            self.block(node.body, env)
+            for handler in node.handlers:
+                self.block(handler.body, env)
+            self.block(node.orelse, env)
+            self.block(node.finalbody, env)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            env["__return__"] = self.expr(node.value, env)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child, env)
+
+    def _import(self, node: ast.Import | ast.ImportFrom, env: dict[str, Any]) -> None:
+        if isinstance(node, ast.Import):
+            for item in node.names:
+                self.imports.append(item.name)
+                env[item.asname or item.name.split(".")[0]] = _Unknown(f"module {item.name}")
+            names: list[tuple[str, str]] = []
+            module = ""
+        else:
+            module = node.module or ""
+            self.imports.append(module)
+            names = [(a.name, a.asname or a.name) for a in node.names]
+        for lib, api in self.apis:
+            for mod in (self.imports[-1], *[a.name for a in getattr(node, "names", [])]):
+                root = mod.split(".")[0]
+                if root in api.patchers and root not in self.patchers:
+                    self.patchers.append(root)
+            if module and any(
+                module == m or module.startswith(m + ".") for m in api.kl_patches_modules
+            ):
+                for name, alias in names:
+                    if name in api.trainers:
+                        self.kl_imports[alias] = (lib, api.trainers[name])
+                    if name == "apply":
+                        self.kl_apply[alias] = lib
+            for name, alias in names:
+                if alias != name and name in api.trainers:
+                    self.trainers.setdefault(alias, (lib, api.trainers[name]))
+                if alias != name and name in api.configs:
+                    self.configs.setdefault(alias, (lib, api.configs[name]))
+        for name, alias in names:
+            env.setdefault(alias, _ClassRef(name))
+
+    def _decorator(self, deco: ast.expr, env: dict[str, Any]) -> None:
+        if not isinstance(deco, ast.Call):
+            return
+        name = _dotted(deco.func)
+        if name in ("hydra.main", "main") and (name == "hydra.main" or "hydra" in self.imports):
+            found: dict[str, str] = {}
+            for kw in deco.keywords:
+                value = self.expr(kw.value, env)
+                if kw.arg in ("config_path", "config_name") and isinstance(value, str):
+                    found[kw.arg] = value
+            self.hydra = found
+
+    def _class(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
+        methods = tuple(
+            s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+        for base in node.bases:
+            name = _dotted(base).rsplit(".", 1)[-1]
+            if name in self.trainers:
+                lib, label = self.trainers[name]
+                self.subclasses[node.name] = (lib, label, methods)
+                return
+            if name in self.subclasses:
+                lib, label, parent = self.subclasses[name]
+                self.subclasses[node.name] = (lib, label, tuple(dict.fromkeys(parent + methods)))
+                return
+            if name in self.kl_imports:
+                lib, label = self.kl_imports[name]
+                self.subclasses[node.name] = (lib, label, methods)
+                return
+
+    def _bind(self, target: ast.expr, value: Any, env: dict[str, Any], source: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = value if isinstance(value, (list, tuple)) else None
+            for k, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    continue
+                if items is not None and k < len(items):
+                    self._bind(elt, items[k], env, source)
+                else:
+                    self._bind(elt, _Unknown(ast.unparse(source)[:60]), env, source)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            obj = env.get(target.value.id)
+            if isinstance(obj, _Config):
+                if isinstance(value, _Unknown):
+                    obj.kwargs.pop(target.attr, None)
+                    if target.attr not in obj.unresolved:
+                        obj.unresolved.append(target.attr)
+                else:
+                    obj.kwargs[target.attr] = value
+                    if target.attr in obj.unresolved:
+                        obj.unresolved.remove(target.attr)
+
+    def _function(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Any], args: list[Any]
+    ) -> Any:
+        if getattr(fn, "_kl_reading", False):
+            return _Unknown(f"{fn.name}() (recursive)")
+        fn._kl_reading = True  # type: ignore[union-attr]
+        fn._kl_read = True  # type: ignore[union-attr]
+        local = dict(env)
+        params = [a.arg for a in fn.args.args]
+        for k, name in enumerate(params):
+            local[name] = args[k] if k < len(args) else _Unknown(f"argument {name}")
+        try:
+            self.block(fn.body, local)
+        finally:
+            fn._kl_reading = False  # type: ignore[union-attr]
+        return local.get("__return__", _Unknown(f"{fn.name}()"))
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node: ast.expr, env: dict[str, Any]) -> Any:
+        self._tick()
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            if node.id in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.id]
+            return _ClassRef(node.id)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            out: list[Any] = []
+            for elt in node.elts:
+                if isinstance(elt, ast.Starred):
+                    inner = self.expr(elt.value, env)
+                    if isinstance(inner, (list, tuple)):
+                        out.extend(inner)
+                    else:
+                        return _Unknown(ast.unparse(node)[:60])
+                else:
+                    out.append(self.expr(elt, env))
+            return tuple(out) if isinstance(node, ast.Tuple) else out
+        if isinstance(node, ast.Dict):
+            result: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                value = self.expr(v, env)
+                if k is None:
+                    if isinstance(value, dict):
+                        result.update(value)
+                    else:
+                        result[f"**{ast.unparse(v)[:40]}"] = _Unknown(ast.unparse(v)[:40])
+                    continue
+                key = self.expr(k, env)
+                if isinstance(key, (str, int, float, bool)):
+                    result[key] = value
+            return result
+        if isinstance(node, ast.UnaryOp):
+            v = self.expr(node.operand, env)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                if isinstance(node.op, ast.USub):
+                    return -v
+                if isinstance(node.op, ast.UAdd):
+                    return v
+            if isinstance(node.op, ast.Not) and not isinstance(v, (_Unknown, _ClassRef)):
+                return not v
+            return _Unknown(ast.unparse(node)[:60])
+        if isinstance(node, ast.BinOp):
+            return self._binop(node, env)
+        if isinstance(node, ast.Compare):
+            return self._compare(node, env)
+        if isinstance(node, ast.BoolOp):
+            values = [self.expr(v, env) for v in node.values]
+            if any(isinstance(v, (_Unknown, _ClassRef)) for v in values):
+                return _Unknown(ast.unparse(node)[:60])
+            if isinstance(node.op, ast.And):
+                out_v: Any = True
+                for v in values:
+                    out_v = v
+                    if not v:
+                        return v
+                return out_v
+            for v in values:
+                if v:
+                    return v
+            return values[-1]
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.Constant):
+                    parts.append(str(value.value))
+                elif isinstance(value, ast.FormattedValue):
+                    inner = self.expr(value.value, env)
+                    if isinstance(inner, (_Unknown, _ClassRef)):
+                        return _Unknown(ast.unparse(node)[:60])
+                    parts.append(str(inner))
+            return "".join(parts)
+        if isinstance(node, ast.Subscript):
+            base = self.expr(node.value, env)
+            key = self.expr(node.slice, env)
+            if isinstance(base, (dict, list, tuple)) and not isinstance(key, _Unknown):
+                try:
+                    return base[key]
+                except (KeyError, IndexError, TypeError):
+                    return _Unknown(ast.unparse(node)[:60])
+            return _Unknown(ast.unparse(node)[:60])
+        if isinstance(node, ast.Attribute):
+            base = self.expr(node.value, env)
+            if isinstance(base, _Config):
+                if node.attr in base.kwargs:
+                    return base.kwargs[node.attr]
+                return _Unknown(ast.unparse(node)[:60])
+            if isinstance(base, _ClassRef):
+                return _ClassRef(f"{base.name}.{node.attr}")
+            return _Unknown(ast.unparse(node)[:60])
+        if isinstance(node, ast.Call):
+            return self._call(node, env)
+        if isinstance(node, ast.IfExp):
+            test = self.expr(node.test, env)
+            if isinstance(test, (_Unknown, _ClassRef)):
+                return _Unknown(ast.unparse(node)[:60])
+            return self.expr(node.body if test else node.orelse, env)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, env)
+        return _Unknown(ast.unparse(node)[:60])
+
+    def _binop(self, node: ast.BinOp, env: dict[str, Any]) -> Any:
+        a, b = self.expr(node.left, env), self.expr(node.right, env)
+        numbers = (int, float)
+        what = ast.unparse(node)[:60]
+        if isinstance(a, str) and isinstance(b, str) and isinstance(node.op, ast.Add):
+            return a + b if len(a) + len(b) < 100_000 else _Unknown(what)
+        if not (isinstance(a, numbers) and isinstance(b, numbers)):
+            return _Unknown(what)
+        if isinstance(a, bool) or isinstance(b, bool):
+            return _Unknown(what)
+        try:
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.Div):
+                return a / b
+            if isinstance(node.op, ast.FloorDiv):
+                return a // b
+            if isinstance(node.op, ast.Mod):
+                return a % b
+            if isinstance(node.op, ast.Pow):
+                if abs(b) > 64 or abs(a) > 1e6:
+                    return _Unknown(what)
+                return a**b
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return _Unknown(what)
+        return _Unknown(what)
+
+    def _compare(self, node: ast.Compare, env: dict[str, Any]) -> Any:
+        left = self.expr(node.left, env)
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            right = self.expr(comp, env)
+            if isinstance(left, (_Unknown, _ClassRef)) or isinstance(right, (_Unknown, _ClassRef)):
+                return _Unknown(ast.unparse(node)[:60])
+            try:
+                if isinstance(op, ast.Eq):
+                    ok = left == right
+                elif isinstance(op, ast.NotEq):
+                    ok = left != right
+                elif isinstance(op, ast.Lt):
+                    ok = left < right
+                elif isinstance(op, ast.LtE):
+                    ok = left <= right
+                elif isinstance(op, ast.Gt):
+                    ok = left > right
+                elif isinstance(op, ast.GtE):
+                    ok = left >= right
+                elif isinstance(op, ast.In):
+                    ok = left in right
+                elif isinstance(op, ast.NotIn):
+                    ok = left not in right
+                else:
+                    return _Unknown(ast.unparse(node)[:60])
+            except TypeError:
+                return _Unknown(ast.unparse(node)[:60])
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _call(self, node: ast.Call, env: dict[str, Any]) -> Any:
+        name = _dotted(node.func)
+        short = name.rsplit(".", 1)[-1]
+        what = ast.unparse(node)[:60]
+        args = [self.expr(a, env) for a in node.args if not isinstance(a, ast.Starred)]
+        kwargs: dict[str, Any] = {}
+        unresolved: list[str] = []
+        for kw in node.keywords:
+            value = self.expr(kw.value, env)
+            if kw.arg is None:
+                if isinstance(value, dict):
+                    for k, v in value.items():
+                        if isinstance(v, _Unknown):
+                            unresolved.append(str(k))
+                        else:
+                            kwargs[str(k)] = v
+                else:
+                    unresolved.append(f"**{ast.unparse(kw.value)[:40]}")
+            else:
+                kwargs[kw.arg] = value
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            unresolved.append("*args")
+        # pure builtins and the environment (read as a clean one)
+        if name in ("dict",):
+            if unresolved:
+                result = dict(kwargs)
+                for u in unresolved:
+                    result[u] = _Unknown(u)
+                return result
+            return dict(kwargs)
+        if name in ("float", "int", "str", "bool") and len(args) == 1:
+            value = args[0]
+            if isinstance(value, (_Unknown, _ClassRef)):
+                return _Unknown(what)
+            try:
+                return {"float": float, "int": int, "str": str, "bool": bool}[name](value)
+            except (TypeError, ValueError, OverflowError):
+                return _Unknown(what)
+        if name in ("os.environ.get", "os.getenv", "environ.get", "getenv"):
+            self.notes.append(
+                f"{what}: the environment is not read; the default is used, as in a clean one"
+            )
+            return args[1] if len(args) > 1 else kwargs.get("default")
+        if short in ("PatchFastRL",):
+            if "unsloth" not in self.patchers:
+                self.patchers.append("unsloth")
+            return None
+        # kl-patches
+        if short in ("parse", "KLConfig", "coerce") and (
+            name.startswith("KLConfig") or short == "KLConfig"
+        ):
+            return self._klconfig(short, args, kwargs, what)
+        if short == "apply" and (name.startswith("kl_patches.") or name in self.kl_apply):
+            lib = self.kl_apply.get(name) or name.split(".")[-2]
+            config = args[0] if args else kwargs.get("config")
+            kl = self._kl_dict(config)
+            if kl is not None and lib:
+                self.applied[lib] = kl
+            return None
+        # parsers, configs, trainers
+        if short in self.parsers:
+            classes = []
+            spec = args[0] if args else kwargs.get("dataclass_types")
+            for item in spec if isinstance(spec, (list, tuple)) else [spec]:
+                if isinstance(item, _ClassRef):
+                    classes.append(item.name.rsplit(".", 1)[-1])
+            return _Parser(classes)
+        if isinstance(node.func, ast.Attribute):
+            owner = self.expr(node.func.value, env)
+            if isinstance(owner, _Parser) and short.startswith("parse"):
+                parsed: list[Any] = []
+                for cls in owner.classes:
+                    if cls in self.configs:
+                        lib, label = self.configs[cls]
+                        parsed.append(_Config(lib, label, from_argv=True, line=node.lineno))
+                    else:
+                        parsed.append(_Unknown(f"{cls} from the command line"))
+                return tuple(parsed) if len(parsed) != 1 else parsed[0]
+        if short in self.configs:
+            lib, label = self.configs[short]
+            known = {k: v for k, v in kwargs.items() if not isinstance(v, (_Unknown, _ClassRef))}
+            unknown = [k for k in kwargs if k not in known]
+            return _Config(lib, label, known, [*unknown, *unresolved], line=node.lineno)
+        if short in self.trainers or short in self.subclasses or short in self.kl_imports:
+            self._trainer(node, short, args, kwargs, unresolved)
+            return _Unknown(f"{short} instance")
+        if short in self.others:
+            self.other_runs.append((node.lineno, f"{short}: {self.others[short]}"))
+            return _Unknown(f"{short} instance")
+        if name in self.functions and isinstance(node.func, ast.Name):
+            return self._function(self.functions[name], env, args)
+        return _Unknown(what)
+
+    def _klconfig(self, short: str, args: list[Any], kwargs: dict[str, Any], what: str) -> Any:
+        if any(isinstance(a, _Unknown) for a in args) or any(
+            isinstance(v, _Unknown) for v in kwargs.values()
+        ):
+            return _Unknown(what)
+        try:
+            if short == "KLConfig":
+                return KLConfig(*args, **kwargs)
+            return KLConfig.parse(*args, **kwargs) if short == "parse" else KLConfig.coerce(args[0])
+        except (TypeError, ValueError, IndexError) as err:
+            raise InputError(f"{self.origin}: {what}: {err}") from err
+
+    def _kl_dict(self, value: Any) -> dict[str, Any] | None:
+        if isinstance(value, KLConfig):
+            return value.to_dict()
+        if isinstance(value, str):
+            try:
+                return KLConfig.parse(value).to_dict()
+            except ValueError:
+                return None
+        return None
+
+    def _trainer(
+        self,
+        node: ast.Call,
+        short: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        unresolved: list[str],
+    ) -> None:
+        subclass = ""
+        overrides: tuple[str, ...] = ()
+        if short in self.subclasses:
+            lib, label, overrides = self.subclasses[short]
+            subclass = short
+        elif short in self.kl_imports:
+            lib, label = self.kl_imports[short]
+        else:
+            lib, label = self.trainers[short]
+        api = dict(self.apis)[lib]
+        config = kwargs.get(api.config_argument)
+        if config is None and len(args) >= 3:
+            config = args[2]
+        notes: list[str] = []
+        if isinstance(config, _Config):
+            cfg = config
+        elif config is None:
+            cfg = _Config(lib, label)
+            notes.append(f"{short} is built without a config: the config class defaults apply")
+        else:
+            cfg = _Config(lib, label, unresolved=[api.config_argument])
+        kl = None
+        if short in self.kl_imports or (subclass and self._kl_based(short)):
+            kl = self._kl_dict(kwargs.get(api.kl_argument))
+            if kl is None and api.kl_argument in kwargs:
+                cfg.unresolved.append(api.kl_argument)
+        elif lib in self.applied:
+            kl = dict(self.applied[lib])
+        self.launches.append(
+            PyLaunch(
+                library=lib,
+                label=cfg.label if cfg.label else label,
+                line=node.lineno,
+                kwargs=dict(cfg.kwargs),
+                unresolved=list(dict.fromkeys([*cfg.unresolved])),
+                from_argv=cfg.from_argv,
+                trainer_class=short,
+                subclass=subclass,
+                overrides=overrides,
+                kl=kl,
+                notes=notes,
+            )
+        )
+
+    def _kl_based(self, name: str) -> bool:
+        return any(name == alias for alias in self.kl_imports)
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return ""
+
+
+def read_python(text: str, origin: str) -> PyScript:
+    """What a Python script builds, read from its syntax tree (never imported or run).
+
+    InputError for text that is not Python, or nested too deeply to parse."""
+    try:
+        tree = ast.parse(text, filename=origin)
+    except SyntaxError as err:
+        if "too many nested" in str(err) or "too complex" in str(err):
+            raise InputError(f"{origin}: Python nested too deeply to read ({err.msg})") from err
+        raise InputError(f"{origin}: not valid Python (line {err.lineno}: {err.msg})") from err
+    except (RecursionError, MemoryError) as err:
+        raise InputError(f"{origin}: Python nested too deeply to read") from err
+    reader = _Reader(origin)
+    try:
+        reader.run(tree)
+    except RecursionError as err:
+        raise InputError(f"{origin}: Python nested too deeply to read") from err
+    libraries = [
+        lib
+        for lib, api in reader.apis
+        if any(m.split(".")[0] in api.modules for m in reader.imports)
+    ]
+    for d in adapters.descriptors():
+        if d.name not in libraries and any(m.split(".")[0] == d.name for m in reader.imports):
+            libraries.append(d.name)
+    for launch in reader.launches:
+        if reader.patchers and launch.library in libraries:
+            launch.notes.append(f"imports {', '.join(reader.patchers)}")
+    return PyScript(
+        launches=reader.launches,
+        others=reader.other_runs,
+        libraries=libraries,
+        imports=list(dict.fromkeys(reader.imports)),
+        patchers=list(reader.patchers),
+        hydra=reader.hydra,
+        notes=list(dict.fromkeys(reader.notes)),
+    )
