@@ -9,6 +9,7 @@ wheel. Runs with torch, packaging and pytest only (nothing imports verl).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 
 from packaging.version import Version
@@ -84,7 +85,7 @@ def test_supported_range_covers_every_release_and_each_change_point_is_tested() 
         }
 
     # Releases between two change points differ in line numbers only.
-    for before, after in zip(inside, inside[1:], strict=False):
+    for before, after in itertools.pairwise(inside):
         assert (strip(before) == strip(after)) == (after not in changed), after
 
 
