@@ -142,10 +142,23 @@ def compat(session: nox.Session, library: str) -> None:
     on an older one because the library differs there is deselected for it (each plan records
     why, and the compat tests assert the difference).
     """
+    _run_plan(session, library, "COMPAT_PLAN")
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def compat_sweep(session: nox.Session, library: str) -> None:
+    """The compat tests against EVERY release of the tested range (``SWEEP_PLAN``: 23 TRL
+    releases, 5 verl, 10 OpenRLHF), not only the matrix; not in the default sessions (``.ci/run``
+    runs ``compat``). Run it when a release's data changes: ``nox -s compat_sweep``."""
+    _run_plan(session, library, "SWEEP_PLAN")
+
+
+def _run_plan(session: nox.Session, library: str, name: str) -> None:
     session.install(TORCH, "packaging")  # kl_patches' guard needs packaging to read the plan
     session.install("--no-deps", "-e", ".")
     module = f"kl_patches.adapters.{library}.versions"
-    code = f"from {module} import COMPAT_PLAN; print(COMPAT_PLAN.to_json())"
+    code = f"from {module} import {name}; print({name}.to_json())"
     plan = json.loads(session.run("python", "-c", code, silent=True).strip().splitlines()[-1])
     env = dict(plan["install_env"])
     session.install(*plan["base"], env=env)

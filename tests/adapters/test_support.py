@@ -148,3 +148,44 @@ def test_gate_then_verify_is_check() -> None:
     assert SUPPORT.verify("0.9.1", canaries=[_canary(None)]) == "0.9.1"
     with pytest.raises(UnsupportedVersionError):
         SUPPORT.gate("0.10.0rc1")
+
+
+# ------------------------------------------------------------------ compat plans
+_ALL_RELEASES = {
+    "trl": "kl_patches.adapters.trl.compat:RELEASES_1X",
+    "verl": "kl_patches.adapters.verl.versions:RELEASES",
+    "openrlhf": "kl_patches.adapters.openrlhf.versions:RELEASES",
+}
+
+
+@pytest.mark.parametrize("library", sorted(_ALL_RELEASES))
+def test_sweep_plan_is_the_compat_plan_on_every_release_of_the_range(library: str) -> None:
+    """``nox -s compat`` tests the matrix (oldest, change points, newest, plus releases only
+    canaries can cover); ``nox -s compat_sweep`` the same tests on every release of the range,
+    each step installing exactly its release and deselecting what the matrix step of the same
+    release deselects."""
+    import importlib
+    import json
+
+    module, name = _ALL_RELEASES[library].split(":")
+    releases = tuple(getattr(importlib.import_module(module), name))
+    versions = importlib.import_module(f"kl_patches.adapters.{library}.versions")
+    matrix, sweep = versions.COMPAT_PLAN, versions.SWEEP_PLAN
+    assert tuple(s.version for s in sweep.steps) == releases
+    assert (sweep.base, sweep.tests, sweep.install_env) == (
+        matrix.base,
+        matrix.tests,
+        matrix.install_env,
+    )
+    in_matrix = [s.version for s in matrix.steps]
+    assert in_matrix == [v for v in releases if v in in_matrix]
+    assert {releases[0], releases[-1]} <= set(in_matrix)
+    by_version = {s.version: s for s in matrix.steps}
+    for step in sweep.steps:
+        assert step.install[0] == ("--no-deps", f"{library}=={step.version}")
+        assert step.reason and "\n" not in step.reason
+        if step.version in by_version:
+            assert step == by_version[step.version]
+        else:
+            assert step.reason.startswith("sweep only")
+    assert json.loads(sweep.to_json())["steps"][-1]["version"] == releases[-1]

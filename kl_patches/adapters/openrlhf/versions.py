@@ -11,6 +11,7 @@ passes (one warning).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import metadata
 
 from packaging.version import Version
@@ -132,6 +133,22 @@ def deselected(version: str) -> tuple[str, ...]:
     return tuple(t for spec, t, _ in KNOWN_DIFFERENCES if SpecifierSet(spec).contains(version))
 
 
+def _reason(version: str) -> str:
+    if version == RELEASES[0]:
+        return "oldest release of the range"
+    if version in dict(CHANGE_POINTS):
+        return dict(CHANGE_POINTS)[version]
+    earlier = [v for v in COMPAT_MATRIX if Version(v) < Version(version)]
+    return f"sweep only: between change points, the surface of {earlier[-1]}"
+
+
+def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
+    return tuple(
+        CompatStep(v, (("--no-deps", f"openrlhf=={v}"),), _reason(v), deselected(v))
+        for v in releases
+    )
+
+
 COMPAT_PLAN = CompatPlan(
     library="openrlhf",
     base=(
@@ -153,20 +170,16 @@ COMPAT_PLAN = CompatPlan(
         "tests/adapters/openrlhf/test_regression.py",
         "tests/adapters/openrlhf/test_patch.py",
     ),
-    steps=tuple(
-        CompatStep(
-            v,
-            (("--no-deps", f"openrlhf=={v}"),),
-            dict(CHANGE_POINTS).get(v, "oldest release of the range"),
-            deselected(v),
-        )
-        for v in COMPAT_MATRIX
-    ),
+    steps=_steps(COMPAT_MATRIX),
     install_env=(("DS_BUILD_OPS", "0"),),
 )
 """``nox -s compat`` for OpenRLHF: the 0.11.2 CPU set (OpenRLHF --no-deps, deepspeed built as pure
 Python, the libraries its KL modules import; vllm and flash_attn as the tests' import-only
 stand-ins), then each release --no-deps."""
+
+SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(RELEASES))
+"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (10; not run by
+``.ci/run``). Its last run is :data:`SWEEP`."""
 
 TESTED_VERSION = "0.11.2"
 """The OpenRLHF release whose defaults and code this adapter is tested against."""

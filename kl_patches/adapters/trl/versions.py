@@ -14,6 +14,10 @@ patched when every canary passes (one warning).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from packaging.version import Version
+
 from kl_patches.adapters.support import FORCE_ENV, CompatPlan, CompatStep, VersionSupport
 from kl_patches.adapters.support_table import SupportRow
 
@@ -29,6 +33,7 @@ __all__ = [
     "GRPO_LOSS_AGGREGATION",
     "RLOO_DEFAULTS",
     "SUPPORT",
+    "SWEEP_PLAN",
     "TESTED_BELOW",
     "TESTED_MIN",
     "check_version",
@@ -68,7 +73,23 @@ def _reason(version: str) -> str:
         return "oldest release of the range"
     if version == compat.RELEASES_1X[-1]:
         return "newest release of the range"
-    return dict(compat.CHANGE_POINTS)[version]
+    if version in dict(compat.CHANGE_POINTS):
+        return dict(compat.CHANGE_POINTS)[version]
+    earlier = [v for v in COMPAT_MATRIX if Version(v) < Version(version)]
+    return f"sweep only: between change points, the surface of {earlier[-1]}"
+
+
+def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
+    return tuple(
+        CompatStep(
+            v,
+            (("--no-deps", f"trl=={v}"),),
+            _reason(v),
+            tuple(d.test for d in compat.known_differences(v)),
+            CANARY_ONLY if v in CPU_UNTESTABLE else "",
+        )
+        for v in releases
+    )
 
 
 COMPAT_PLAN = CompatPlan(
@@ -80,20 +101,16 @@ COMPAT_PLAN = CompatPlan(
         "tests/adapters/trl/test_trainers.py",
         "tests/adapters/trl/test_patch.py",
     ),
-    steps=tuple(
-        CompatStep(
-            v,
-            (("--no-deps", f"trl=={v}"),),
-            _reason(v),
-            tuple(d.test for d in compat.known_differences(v)),
-            CANARY_ONLY if v in CPU_UNTESTABLE else "",
-        )
-        for v in sorted({*COMPAT_MATRIX, *CPU_UNTESTABLE}, key=compat.RELEASES_1X.index)
-    ),
+    steps=_steps(tuple(sorted({*COMPAT_MATRIX, *CPU_UNTESTABLE}, key=compat.RELEASES_1X.index))),
 )
 """``nox -s compat`` for TRL: one venv from the 1.0.0 install recipe (:data:`.compat.
 INSTALL_RECIPES`: its dependencies serve every 1.x release), then ``pip install --no-deps`` of
 each release of :data:`COMPAT_MATRIX` and its regression, equivalence and compat tests."""
+
+SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(compat.RELEASES_1X))
+"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every 1.x release (23; not run by ``.ci/run``,
+whose matrix has the oldest, the change points and the newest). Its last run is
+:data:`.compat.SWEEP`."""
 
 SUPPORT = VersionSupport(
     library="trl",

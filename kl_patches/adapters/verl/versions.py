@@ -40,6 +40,7 @@ __all__ = [
     "SIGNATURES",
     "SUPPORT",
     "SUPPORTED_RANGE",
+    "SWEEP_PLAN",
     "TESTED_VERSIONS",
     "VERL_ESTIMATORS",
     "installed_version",
@@ -198,6 +199,9 @@ COMPAT_PLAN = CompatPlan(
 )
 """``nox -s compat`` for verl: one venv from the 0.7.0 CPU recipe (verl --no-deps and what its
 KL, trainer and worker modules import), switched in place; 0.8.0 needs transformers 5.x."""
+
+SWEEP_PLAN = COMPAT_PLAN
+"""``nox -s compat_sweep``: every release of the range, which for verl is the compat matrix."""
 
 TESTED_VERSIONS = SUPPORT.tested
 """verl versions whose code the adapter's regression tests ran against."""
