@@ -7,11 +7,12 @@ multi-GB CUDA build). Reuse environments locally with ``nox -R`` (or ``-r``).
 
 from __future__ import annotations
 
+import json
 import os
 
 import nox
 
-nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat"]
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
@@ -126,6 +127,49 @@ def openrlhf(session: nox.Session) -> None:
     session.install(*OPENRLHF_CPU_DEPS, "pytest>=8")
     session.install("--no-deps", "-e", ".")
     _pytest(session, _tests("openrlhf"))
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def compat(session: nox.Session, library: str) -> None:
+    """Each adapter's regression and equivalence tests against every release of its compat
+    matrix (the oldest, each release where something the adapter touches changed, the newest).
+
+    One venv per library: the plan (``kl_patches.adapters.<library>.versions.COMPAT_PLAN``) gives
+    the dependencies, then each release is installed in place (``pip install --no-deps`` of the
+    library, plus the pins a release needs; with ``pip`` run directly, so ``-R`` still switches)
+    and its tests run. A test written against the newest release whose assertion does not hold
+    on an older one because the library differs there is deselected for it (each plan records
+    why, and the compat tests assert the difference).
+    """
+    _run_plan(session, library, "COMPAT_PLAN")
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def compat_sweep(session: nox.Session, library: str) -> None:
+    """The compat tests against EVERY release of the tested range (``SWEEP_PLAN``: 23 TRL
+    releases, 5 verl, 10 OpenRLHF), not only the matrix; not in the default sessions (``.ci/run``
+    runs ``compat``). Run it when a release's data changes: ``nox -s compat_sweep``."""
+    _run_plan(session, library, "SWEEP_PLAN")
+
+
+def _run_plan(session: nox.Session, library: str, name: str) -> None:
+    session.install(TORCH, "packaging")  # kl_patches' guard needs packaging to read the plan
+    session.install("--no-deps", "-e", ".")
+    module = f"kl_patches.adapters.{library}.versions"
+    code = f"from {module} import {name}; print({name}.to_json())"
+    plan = json.loads(session.run("python", "-c", code, silent=True).strip().splitlines()[-1])
+    env = dict(plan["install_env"])
+    session.install(*plan["base"], env=env)
+    for step in plan["steps"]:
+        session.log(f"{library} {step['version']}: {step['reason']}")
+        for command in step["install"]:  # also with -R: the switch is the test
+            session.run("python", "-m", "pip", "install", "-q", *command, env=env)
+        deselect = [f"--deselect={test}" for test in step["deselect"]]
+        select = ["-k", step["select"]] if step["select"] else []
+        session.run("pytest", "-q", "-p", "no:cacheprovider", *plan["tests"], *deselect,
+                    *select, *session.posargs, env=ENV)  # fmt: skip
 
 
 LIBRARIES = ("trl", "verl", "openrlhf")

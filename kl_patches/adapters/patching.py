@@ -15,7 +15,11 @@ attribute) and a factory that builds the replacement from the original; the regi
   original gets the replacement too (user code included), and :meth:`PatchRegistry.stale` lists
   any that still hold it;
 * reverts exactly: every slot gets back what it held, and modules imported after the patch that
-  copied a replacement get the original.
+  copied a replacement get the original;
+* checks signatures when asked: a target patched with ``signatures=`` (the texts recorded for the
+  tested releases) is refused when the installed function's call shape (parameter names, kinds
+  and literal defaults; annotations ignored, see :func:`signature_shape`) matches none of them,
+  because a wrapper written for another shape can pass arguments to the wrong parameters.
 
 :meth:`PatchRegistry.applied` checks the live objects, so a patch undone behind the registry's
 back is reported, never assumed.
@@ -23,9 +27,12 @@ back is reported, never assumed.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import sys
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -53,6 +60,96 @@ class Target:
     def name(self) -> str:
         """Dotted name for messages: ``module.owner.attr``."""
         return ".".join(p for p in (self.module, self.owner, self.attr) if p)
+
+
+class SignatureMismatchError(RuntimeError):
+    """A function the patch wraps has a call shape none of the tested releases had."""
+
+
+_LITERALS = (str, int, float, bool, type(None))
+
+
+def _default_text(value: object) -> str:
+    """A default as the shape writes it: the repr of a literal, else ``...``."""
+
+    def literal(v: object) -> bool:
+        return isinstance(v, _LITERALS) or (isinstance(v, tuple) and all(literal(x) for x in v))
+
+    return repr(value) if literal(value) else "..."
+
+
+def _shape(params: list[tuple[str, str, str | None]]) -> str:
+    """``(a, b=None, *args, c, **kw)`` from (name, kind, default text) triples."""
+    out: list[str] = []
+    star_done = False
+    for name, kind, default in params:
+        if kind == "POSITIONAL_ONLY_END":
+            out.append("/")
+            continue
+        if kind == "KEYWORD_ONLY" and not star_done:
+            out.append("*")
+            star_done = True
+        prefix = {"VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}.get(kind, "")
+        if kind == "VAR_POSITIONAL":
+            star_done = True
+        out.append(prefix + name + ("" if default is None else f"={default}"))
+    return "(" + ", ".join(out) + ")"
+
+
+def signature_shape(function: Callable[..., Any]) -> str:
+    """The call shape of ``function``: parameter names, kinds and literal defaults, in order.
+
+    Annotations and the return type are left out (they do not change how a wrapper's arguments
+    land), so ``(self, model, inputs)`` is the shape of ``def f(self, model: Any, inputs) -> T``.
+    """
+    params: list[tuple[str, str, str | None]] = []
+    positional_only = False
+    for p in inspect.signature(function).parameters.values():
+        if p.kind is p.POSITIONAL_ONLY:
+            positional_only = True
+        elif positional_only:
+            params.append(("", "POSITIONAL_ONLY_END", None))
+            positional_only = False
+        default = None if p.default is p.empty else _default_text(p.default)
+        params.append((p.name, p.kind.name, default))
+    if positional_only:
+        params.append(("", "POSITIONAL_ONLY_END", None))
+    return _shape(params)
+
+
+def shape_of_text(text: str) -> str:
+    """:func:`signature_shape` of a recorded signature text, ``name(args) -> ret`` or ``(args)``
+    (as :func:`ast.unparse` writes a ``def``)."""
+    head = text.strip()
+    start = head.index("(")
+    function = ast.parse(f"def f{head[start:]}:\n    pass").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    args = function.args
+
+    def default(node: ast.expr | None) -> str | None:
+        if node is None:
+            return None
+        try:
+            return _default_text(ast.literal_eval(node))
+        except ValueError:
+            return "..."
+
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += list(args.defaults)
+    params: list[tuple[str, str, str | None]] = []
+    for i, (arg, node) in enumerate(zip(positional, defaults, strict=True)):
+        kind = "POSITIONAL_ONLY" if i < len(args.posonlyargs) else "POSITIONAL_OR_KEYWORD"
+        params.append((arg.arg, kind, default(node)))
+        if args.posonlyargs and i == len(args.posonlyargs) - 1:
+            params.append(("", "POSITIONAL_ONLY_END", None))
+    if args.vararg is not None:
+        params.append((args.vararg.arg, "VAR_POSITIONAL", None))
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        params.append((arg.arg, "KEYWORD_ONLY", default(kw_default)))
+    if args.kwarg is not None:
+        params.append((args.kwarg.arg, "VAR_KEYWORD", None))
+    return _shape(params)
 
 
 def is_replacement(value: object, library: str | None = None) -> bool:
@@ -99,8 +196,64 @@ class PatchRegistry:
         return getattr(holder, target.attr, _MISSING)
 
     # ------------------------------------------------------------------ patching
-    def patch(self, target: Target, factory: Callable[[Any], Any]) -> Any:
-        """Replace ``target`` by ``factory(original)`` (once); returns the replacement."""
+    def _shape_problem(self, target: Target, signatures: Collection[str]) -> tuple[str, str]:
+        """(call shape of ``target``'s function, "" or what is wrong with it)."""
+        current = self._current(target)
+        if current is _MISSING or not callable(current):
+            raise RuntimeError(self._missing(target.name))
+        found = signature_shape(inspect.unwrap(current))
+        expected = sorted({shape_of_text(text) for text in signatures})
+        if found in expected:
+            return found, ""
+        return found, (
+            f"{target.name} has the signature {found}, which no tested release has (tested: "
+            f"{' or '.join(expected)})"
+        )
+
+    def check_signature(
+        self, target: Target, signatures: Collection[str], *, force: bool = False
+    ) -> str:
+        """The call shape of ``target``'s current function; refuses (SignatureMismatchError, a
+        warning when ``force``) when it matches none of the recorded ``signatures``."""
+        return self.check_signatures({target: signatures}, force=force)[target]
+
+    def check_signatures(
+        self, expected: Mapping[Target, Collection[str]], *, force: bool = False
+    ) -> dict[Target, str]:
+        """The call shape of every target's function, checked against the signature texts
+        recorded for the tested releases, before anything is patched: one
+        SignatureMismatchError (a warning when ``force``) naming every mismatch."""
+        found: dict[Target, str] = {}
+        problems: list[str] = []
+        for target, texts in expected.items():
+            found[target], problem = self._shape_problem(target, texts)
+            if problem:
+                problems.append(problem)
+        if problems:
+            message = (
+                f"kl_patches.{self.library}: {'; '.join(problems)}. A wrapper written for another "
+                "call shape could pass its arguments to the wrong parameters, so the patch "
+                "refuses. Install a tested release, or set KL_PATCHES_FORCE=1 to run anyway."
+            )
+            if not force:
+                raise SignatureMismatchError(message)
+            warnings.warn(message, stacklevel=3)
+        return found
+
+    def patch(
+        self,
+        target: Target,
+        factory: Callable[[Any], Any],
+        *,
+        signatures: Collection[str] | None = None,
+        force: bool = False,
+    ) -> Any:
+        """Replace ``target`` by ``factory(original)`` (once); returns the replacement.
+
+        With ``signatures`` (the texts recorded for the tested releases) the original's call
+        shape is checked first (:meth:`check_signature`; ``force`` turns a mismatch into a
+        warning).
+        """
         if target in self._replacements:
             replacement = self._replacements[target]
             if self._current(target) is not replacement:
@@ -118,6 +271,8 @@ class PatchRegistry:
             raise RuntimeError(
                 f"kl_patches.{self.library}: {target.name} is already patched outside the registry"
             )
+        if signatures is not None:
+            self.check_signature(target, signatures, force=force)
         replacement = factory(original)
         # The module that defines a replacement keeps its own definition in every scan.
         self._own_modules.add(getattr(replacement, "__module__", None) or "")

@@ -1,4 +1,5 @@
-"""The shared patch registry on stand-in modules: idempotent apply, exact revert, propagation."""
+"""The shared patch registry on stand-in modules: idempotent apply, exact revert, propagation,
+and the signature checks (call shapes against recorded signature texts)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from kl_patches.adapters.patching import MARK, PatchRegistry, Target, is_replacement
+from kl_patches.adapters.patching import (
+    MARK,
+    PatchRegistry,
+    SignatureMismatchError,
+    Target,
+    is_replacement,
+    shape_of_text,
+    signature_shape,
+)
 
 
 def _library() -> types.ModuleType:
@@ -117,3 +126,63 @@ def test_missing_hook_point_and_foreign_patch_fail_loudly(lib: types.ModuleType)
         registry.patch(Target("fake_lib", "compute"), doubled)
     other.revert()
     assert registry.targets() == []
+
+
+# ------------------------------------------------------------------ signatures
+_SENTINEL = object()
+
+
+def _f(
+    self: Any,
+    model: Any,
+    inputs: dict[str, Any],
+    *args: Any,
+    batch_size: int | None = None,
+    flags: tuple[Any, ...] = (None, 1),
+    obj: object = _SENTINEL,
+    **kw: Any,
+) -> None:
+    return None
+
+
+def test_signature_shape_ignores_annotations_and_keeps_kinds_and_literal_defaults() -> None:
+    shape = "(self, model, inputs, *args, batch_size=None, flags=(None, 1), obj=..., **kw)"
+    assert signature_shape(_f) == shape
+    text = (
+        "(self, model: 'PreTrainedModel', inputs: dict[str, Any], *args, batch_size: int | None"
+        "=None, flags=(None, 1), obj=object(), **kw) -> torch.Tensor"
+    )
+    assert shape_of_text(text) == shape
+    assert shape_of_text("apply_kl_penalty(data: DataProto, kl_ctrl, kl_penalty='kl')") == (
+        "(data, kl_ctrl, kl_penalty='kl')"
+    )
+    assert shape_of_text("(a, b, /, c=3, *, d)") == "(a, b, /, c=3, *, d)"
+
+    def positional(a: int, b: int, /, c: int = 3, *, d: int) -> None:
+        return None
+
+    assert signature_shape(positional) == "(a, b, /, c=3, *, d)"
+
+
+def test_check_signatures_refuses_an_unrecorded_shape(lib: types.ModuleType) -> None:
+    registry = PatchRegistry("fake")
+    target = Target("fake_lib", "compute")
+    assert registry.check_signature(target, ["compute(x: int) -> int"]) == "(x)"
+    recorded = ["compute(x: int) -> int", "compute(x, scale=1.0)"]
+    assert registry.check_signatures({target: recorded}) == {target: "(x)"}
+    method = Target("fake_lib", "step", owner="Trainer")
+    with pytest.raises(SignatureMismatchError) as info:
+        registry.check_signatures({target: ["compute(y)"], method: ["step(self, n)"]})
+    text = str(info.value)
+    assert "fake_lib.compute has the signature (x), which no tested release has (tested: (y))" in (
+        text
+    )
+    assert "fake_lib.Trainer.step has the signature (self)" in text and "KL_PATCHES_FORCE" in text
+    with pytest.warns(UserWarning, match="no tested release has"):
+        registry.check_signatures({target: ["compute(y)"]}, force=True)
+    with pytest.raises(SignatureMismatchError):
+        registry.patch(target, doubled, signatures=["compute(x, y)"])
+    assert lib.compute(1) == 2  # nothing was patched
+    registry.patch(target, doubled, signatures=recorded)
+    assert lib.compute(1) == 4
+    registry.revert()

@@ -28,12 +28,22 @@ Every original is kept in the shared :class:`~kl_patches.adapters.patching.Patch
 missing hook point raises naming the supported versions. The two ``compute_approx_kl`` targets
 are the names each module imported (each gets its own replacement), not the defining function.
 Deviation from OpenRLHF on purpose: no clamps unless the config sets them.
+
+Releases 0.10.0-0.11.2 differ in what the patch touches, and each difference is read from the
+installed objects (:func:`resolve_targets`, :func:`kl_args`): the flat ``args`` of 0.10.0-0.10.1
+(``use_kl_loss``, ``init_kl_coef``, ``kl_estimator``) against ``args.algo.kl.*`` from 0.10.2; the
+KL loss mean through ``masked_mean`` before 0.10.3 and ``aggregate_loss`` after; the
+``loss_batch_info`` argument of ``training_step`` from 0.10.4; the ``compute_approx_kl``
+signature of 0.11.1 (``log_probs_old``, ``unbiased_gradient``). :func:`apply` checks the version,
+the signatures recorded for the tested releases (:data:`~.versions.SIGNATURES`) and the
+behaviour canaries (:mod:`.canaries`) before patching.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,9 +54,9 @@ from kl_patches import core
 from kl_patches.adapters.patching import MARK, PatchRegistry, Target
 from kl_patches.config import KLConfig
 
-from . import offpolicy
+from . import canaries, offpolicy
 from .translate import native_gaps, to_args
-from .versions import SUPPORT, installed_version
+from .versions import SIGNATURES, SUPPORT, installed_version
 
 REWARD_MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
 LOSS_MODULE = "openrlhf.trainer.ray.ppo_actor"
@@ -60,8 +70,37 @@ TARGETS: tuple[Target, ...] = (
 )
 """Every patched symbol, in patching order."""
 
-SIDES: dict[Target, str] = {t: "reward" if t.module == REWARD_MODULE else "loss" for t in TARGETS}
+MEAN_BEFORE_AGGREGATE = Target(LOSS_MODULE, "masked_mean")
+"""The KL loss mean of OpenRLHF 0.10.0-0.10.2 (``masked_mean(kl, action_mask)`` in
+``training_step``), patched in place of ``aggregate_loss`` where that does not exist yet."""
+
+SIDES: dict[Target, str] = {
+    t: "reward" if t.module == REWARD_MODULE else "loss" for t in (*TARGETS, MEAN_BEFORE_AGGREGATE)
+}
 """Which placement each target belongs to (its module holds that side's KL code)."""
+
+
+def resolve_targets() -> tuple[Target, ...]:
+    """:data:`TARGETS` as the installed OpenRLHF has them: ``masked_mean`` stands in for
+    ``aggregate_loss`` in ``ppo_actor`` before 0.10.3 (read from the module, not the version)."""
+    module = importlib.import_module(LOSS_MODULE)
+    if callable(vars(module).get("aggregate_loss")):
+        return TARGETS
+    return tuple(MEAN_BEFORE_AGGREGATE if t == TARGETS[3] else t for t in TARGETS)
+
+
+def kl_args(args: Any) -> tuple[bool, float, str]:
+    """``(use_loss, init_coef, estimator)`` from OpenRLHF's parsed ``args``: ``args.algo.kl`` from
+    0.10.2 on, the flat ``use_kl_loss`` / ``init_kl_coef`` / ``kl_estimator`` before."""
+    kl = getattr(getattr(args, "algo", None), "kl", None)
+    if kl is not None:
+        return bool(kl.use_loss), float(kl.init_coef), str(getattr(kl, "estimator", "k1"))
+    return (
+        bool(args.use_kl_loss),
+        float(args.init_kl_coef),
+        str(getattr(args, "kl_estimator", "k1")),
+    )
+
 
 REGISTRY = PatchRegistry("openrlhf", f"supported: {SUPPORT.describe()}")
 """The originals and replacements of the patched OpenRLHF symbols."""
@@ -87,6 +126,9 @@ __all__ = [
 class _Step:
     mask: torch.Tensor
     kl_values: torch.Tensor | None = None
+    old: torch.Tensor | None = None
+    """The sampling policy's log-probs of the experience (``action_log_probs``): what OpenRLHF
+    0.11.1+ passes to ``compute_approx_kl`` as ``log_probs_old``, and earlier releases do not."""
     offpolicy: offpolicy.Inputs | None = None
 
 
@@ -154,7 +196,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
     def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
         config = _config()
-        if not config.has_loss and self.strategy.args.algo.kl.use_loss:
+        if not config.has_loss and kl_args(self.strategy.args)[0]:
             raise RuntimeError(
                 f"kl_patches: {config} has no loss side, but OpenRLHF runs with "
                 f"--algo.kl.use_loss, which adds its own KL loss; launch with {to_args(config)}"
@@ -201,6 +243,8 @@ def _loss_values(original: Any) -> Callable[..., Any]:
                 "kl_patches: ppo_actor.compute_approx_kl was called outside "
                 "ActorPPOTrainer.training_step, so the action mask is unknown"
             )
+        if log_probs_old is None:  # OpenRLHF < 0.11.1 does not pass it
+            log_probs_old = step.old
         if offpolicy.active(_config()):  # the reward side at loss time (offpolicy.py)
             values, step.offpolicy = offpolicy.loss_values(
                 log_probs, log_probs_base, log_probs_old, step.mask, _config()
@@ -250,29 +294,52 @@ def _loss_aggregate(original: Any) -> Callable[..., Any]:
     return aggregate_loss
 
 
+def _loss_masked_mean(original: Any) -> Callable[..., Any]:
+    """``ppo_actor.masked_mean`` (OpenRLHF < 0.10.3): the KL tensor only, reduced by the
+    configured aggregation (OpenRLHF's own is this micro-batch's token mean)."""
+
+    @functools.wraps(original)
+    def masked_mean(tensor: torch.Tensor, mask: torch.Tensor | None, dim: Any = None) -> Any:
+        step = _STEP.get()
+        if (
+            step is None
+            or step.kl_values is None
+            or tensor is not step.kl_values
+            or dim is not None
+            or mask is None
+        ):
+            return original(tensor, mask, dim)
+        return core.aggregate(tensor, mask, _config().loss_aggregation)
+
+    return masked_mean
+
+
 def _training_step(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
     def training_step(
-        self: Any, experience: Any, kl_ctl: float, step: int, loss_batch_info: Any = None
+        self: Any, experience: Any, kl_ctl: float, step: int, *args: Any, **kwargs: Any
     ) -> Any:
         config = _config()
-        kl_args = self.args.algo.kl
+        use_loss, init_coef, _ = kl_args(self.args)
         sequence = offpolicy.active(config)
-        if (config.has_loss or sequence) and not (kl_args.use_loss and kl_args.init_coef > 0):
+        if (config.has_loss or sequence) and not (use_loss and init_coef > 0):
             side = "runs its reward-side KL in the loss" if sequence else "has a loss side"
             raise RuntimeError(
                 f"kl_patches: {config} {side}, but OpenRLHF runs with use_loss="
-                f"{kl_args.use_loss}, init_coef={kl_args.init_coef}, which skips the KL loss; "
+                f"{use_loss}, init_coef={init_coef}, which skips the KL loss; "
                 f"launch with {to_args(config)}"
             )
         if config.loss_coef is not None:
             kl_ctl = config.loss_coef_value
         if sequence:
             kl_ctl = offpolicy.check_coefficient(config, kl_ctl)
-        state = _Step(mask=experience.action_mask)
+        state = _Step(
+            mask=experience.action_mask, old=getattr(experience, "action_log_probs", None)
+        )
         token = _STEP.set(state)
         try:
-            status = original(self, experience, kl_ctl, step, loss_batch_info)
+            # loss_batch_info exists from 0.10.4: passed on only when OpenRLHF passed it
+            status = original(self, experience, kl_ctl, step, *args, **kwargs)
         finally:
             _STEP.reset(token)
         return offpolicy.add_metrics(status, state.offpolicy)
@@ -286,6 +353,7 @@ _FACTORIES: dict[Target, Callable[[Any], Callable[..., Any]]] = {
     TARGETS[2]: _loss_values,
     TARGETS[3]: _loss_aggregate,
     TARGETS[4]: _training_step,
+    MEAN_BEFORE_AGGREGATE: _loss_masked_mean,
 }
 
 
@@ -310,16 +378,53 @@ def apply(
     config = KLConfig.coerce(config)
     if only not in (None, "reward", "loss"):
         raise ValueError(f"only={only!r} is not valid; choose one of [None, 'reward', 'loss']")
-    check_version(force=force)
+    forced = SUPPORT.forced(force)
+    found = installed_version()
+    if found is None:
+        raise RuntimeError("kl_patches: OpenRLHF is not installed (pip install openrlhf)")
+    version = SUPPORT.gate(found, force=forced)
+    sides = [s for s in needed_sides(config) if only is None or s == only]
+    targets = [t for t in resolve_targets() if SIDES[t] in sides]
+    REGISTRY.check_signatures({t: SIGNATURES[_key(t)] for t in targets}, force=forced)
+    SUPPORT.verify(version, force=forced, canaries=canaries.canaries())
     if _CONFIG and _CONFIG[0] != config:
         revert()
     if not _CONFIG:
         _CONFIG.append(config)
-    sides = [s for s in needed_sides(config) if only is None or s == only]
-    for target in TARGETS:
-        if SIDES[target] in sides:
-            REGISTRY.patch(target, _FACTORIES[target])
+    for target in targets:
+        REGISTRY.patch(target, _FACTORIES[target])
+    unreached = unpatched_importers()
+    if unreached:
+        revert()
+        raise RuntimeError(
+            f"kl_patches: {unreached} import OpenRLHF's compute_approx_kl by name but are not "
+            f"patched (the patch covers {REWARD_MODULE} and {LOSS_MODULE}, the only importers "
+            "of 0.10.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
+        )
     return config
+
+
+def unpatched_importers() -> list[str]:
+    """Loaded ``openrlhf`` modules other than the two patched ones that hold the original
+    ``openrlhf.models.utils.compute_approx_kl`` by name."""
+    import sys
+
+    utils = sys.modules.get("openrlhf.models.utils")
+    if utils is None:
+        return []
+    original = vars(utils).get("compute_approx_kl")
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.startswith("openrlhf.")
+        and name not in ("openrlhf.models.utils", "openrlhf.models", REWARD_MODULE, LOSS_MODULE)
+        and module is not None
+        and vars(module).get("compute_approx_kl") is original
+    )
+
+
+def _key(target: Target) -> str:
+    return f"{target.owner}.{target.attr}" if target.owner else target.attr
 
 
 def applied() -> list[str]:

@@ -2,23 +2,191 @@
 
 Nothing here imports OpenRLHF. The numbers are those of OpenRLHF 0.11.2's code
 (``openrlhf/models/utils.py``, ``cli/train_ppo_ray.py``).
+
+The patch runs on OpenRLHF 0.10.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
+release, every release where something the patch touches changed (:data:`CHANGE_POINTS`) and
+the newest (:data:`COMPAT_MATRIX`); a newer release is patched when every behaviour canary
+passes (one warning).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import metadata
 
-from kl_patches.adapters.support import VersionSupport
+from packaging.version import Version
 
-SUPPORT = VersionSupport(library="openrlhf", supported=">=0.11.2,<0.12", tested=("0.11.2",))
-"""Patched OpenRLHF versions (0.11.2 is tested); ``KL_PATCHES_FORCE=1`` overrides."""
+from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
+
+RELEASES: tuple[str, ...] = (
+    "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0",
+    "0.11.1", "0.11.2",
+)  # fmt: skip
+"""Every OpenRLHF release of the supported range, ascending."""
+
+CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.10.2",
+        "flags and args dotted (--algo.kl.*, args.algo.kl.use_loss / init_coef / estimator) "
+        "instead of flat (--use_kl_loss, --init_kl_coef, --kl_estimator); the patch reads both",
+    ),
+    (
+        "0.10.3",
+        "training_step's KL loss through models.loss.aggregate_loss(kl, mask, **loss_batch_info) "
+        "instead of masked_mean(kl, mask); the patch wraps whichever ppo_actor has",
+    ),
+    (
+        "0.10.4",
+        "training_step gains loss_batch_info (a step-global token count); the wrapper passes "
+        "through what OpenRLHF passes",
+    ),
+    (
+        "0.11.1",
+        "compute_approx_kl gains log_probs_old and unbiased_gradient (kl_estimator no longer the "
+        "third positional); --algo.kl.unbiased_gradient",
+    ),
+    (
+        "0.11.2",
+        "k3 log-ratio clamped at -10 before exp (value unchanged); rewards cast to >= fp32 in "
+        "compute_advantages_and_returns; newest release of the range",
+    ),
+)
+"""Releases after 0.10.0 where something the patch touches changed (read from each wheel;
+0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches)."""
+
+COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
+"""The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
+
+SUPPORT = VersionSupport(library="openrlhf", supported=">=0.10.0,<0.12", tested=COMPAT_MATRIX)
+"""Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
+
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "compute_approx_kl": (
+        "compute_approx_kl(log_probs: torch.Tensor, log_probs_base: torch.Tensor, kl_estimator: "
+        "str='k1') -> torch.Tensor",
+        "compute_approx_kl(log_probs: torch.Tensor, log_probs_base: torch.Tensor, log_probs_old: "
+        "Optional[torch.Tensor]=None, kl_estimator: str='k1', unbiased_gradient: bool=False) -> "
+        "torch.Tensor",
+    ),
+    "RemoteExperienceMaker.compute_advantages_and_returns": (
+        "compute_advantages_and_returns(self, experiences: List[Experience]) -> List[Experience]",
+    ),
+    "aggregate_loss": (
+        "aggregate_loss(loss: torch.Tensor, loss_mask: torch.Tensor, token_level_loss: bool=True, "
+        "dp_size: int=1, batch_num_tokens: Optional[float]=None, global_batch_size: "
+        "Optional[float]=None) -> torch.Tensor",
+    ),
+    "masked_mean": (
+        "masked_mean(tensor: torch.Tensor, mask: Optional[torch.Tensor], dim: int=None) -> "
+        "torch.Tensor",
+    ),
+    "ActorPPOTrainer.training_step": (
+        "training_step(self, experience: Experience, kl_ctl: float, step: int) -> Dict[str, float]",
+        "training_step(self, experience: Experience, kl_ctl: float, step: int, loss_batch_info: "
+        "Optional[Dict]=None) -> Dict[str, float]",
+    ),
+}
+"""The signatures of every patched function in the releases 0.10.0-0.11.2 (read with ``ast``
+from each wheel: compute_approx_kl changes in 0.11.1, training_step in 0.10.4, aggregate_loss is
+new in 0.10.3); the patch refuses another call shape."""
+
+_T = "tests/adapters/openrlhf/"
+KNOWN_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    (
+        "<0.11.1",
+        _T + "test_regression.py::test_unbiased_gradient_is_importance_weighted_k3",
+        "--algo.kl.unbiased_gradient and compute_approx_kl's log_probs_old exist from 0.11.1",
+    ),
+    (
+        "<0.10.4",
+        _T + "test_patch.py::test_sum_aggregation_uses_openrlhf_global_sample_count",
+        "training_step takes loss_batch_info (the step-global counts) from 0.10.4",
+    ),
+    *(
+        (
+            "<0.10.2",
+            _T + test,
+            "the test builds 0.10.2+'s dotted args; 0.10.0-0.10.1 read flat ones (test_compat "
+            "runs the reward and loss sides through the real functions with flat args)",
+        )
+        for test in (
+            "test_patch.py::test_real_make_experience_path",
+            "test_patch.py::test_sequence_penalty_enters_before_group_baseline",
+            "test_patch.py::test_training_step_loss_is_core_loss_term_then_native_after_revert",
+            "test_patch.py::test_unclamped_reward_to_go_and_native_again_after_revert",
+            "test_regression.py::test_real_training_step_loss_is_core_loss_term",
+            "test_regression.py::test_reward_kl_in_real_returns_is_core_reward_to_go",
+            "test_regression.py::test_reward_off_returns_are_the_group_shaped_reward",
+        )
+    ),
+)
+"""(releases, test node-id prefix, why): tests written against 0.11.2 whose assertion does not
+hold on older releases because OpenRLHF differs there; the compat session deselects them for
+those releases and ``test_compat.py`` asserts each difference."""
+
+
+def deselected(version: str) -> tuple[str, ...]:
+    """The :data:`KNOWN_DIFFERENCES` tests that do not apply to OpenRLHF ``version``."""
+    from packaging.specifiers import SpecifierSet
+
+    return tuple(t for spec, t, _ in KNOWN_DIFFERENCES if SpecifierSet(spec).contains(version))
+
+
+def _reason(version: str) -> str:
+    if version == RELEASES[0]:
+        return "oldest release of the range"
+    if version in dict(CHANGE_POINTS):
+        return dict(CHANGE_POINTS)[version]
+    earlier = [v for v in COMPAT_MATRIX if Version(v) < Version(version)]
+    return f"sweep only: between change points, the surface of {earlier[-1]}"
+
+
+def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
+    return tuple(
+        CompatStep(v, (("--no-deps", f"openrlhf=={v}"),), _reason(v), deselected(v))
+        for v in releases
+    )
+
+
+COMPAT_PLAN = CompatPlan(
+    library="openrlhf",
+    base=(
+        "deepspeed==0.19.6",
+        "transformers==5.15.0",
+        "peft",
+        "ray==2.55.0",
+        "pylatexenc",
+        "torchdata",
+        "aiohttp",
+        "pillow",
+        "datasets",
+        "einops",
+        "pytest>=8",
+        "pyyaml",
+    ),
+    tests=(
+        "tests/adapters/openrlhf/test_compat.py",
+        "tests/adapters/openrlhf/test_regression.py",
+        "tests/adapters/openrlhf/test_patch.py",
+    ),
+    steps=_steps(COMPAT_MATRIX),
+    install_env=(("DS_BUILD_OPS", "0"),),
+)
+"""``nox -s compat`` for OpenRLHF: the 0.11.2 CPU set (OpenRLHF --no-deps, deepspeed built as pure
+Python, the libraries its KL modules import; vllm and flash_attn as the tests' import-only
+stand-ins), then each release --no-deps."""
+
+SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(RELEASES))
+"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (10; not run by
+``.ci/run``). Its last run is :data:`SWEEP`."""
 
 TESTED_VERSION = "0.11.2"
 """The OpenRLHF release whose defaults and code this adapter is tested against."""
 DOTTED_SINCE = "0.10.2"
 """First release with dotted flag names (``--algo.kl.*``)."""
 UNBIASED_GRADIENT_SINCE = "0.11.1"
-"""First release with ``--algo.kl.unbiased_gradient``."""
+"""First release with ``--algo.kl.unbiased_gradient`` (read from 0.11.1's ``train_ppo_ray``)."""
 NATIVE_KL_CLAMP = 10.0
 """OpenRLHF clamps every estimator value to [-10, 10] (``compute_approx_kl``)."""
 IS_WEIGHT_CLIP = 10.0
@@ -34,3 +202,63 @@ def installed_version() -> str | None:
         return metadata.version("openrlhf")
     except metadata.PackageNotFoundError:
         return None
+
+
+SWEEP: dict[str, str] = {
+    "0.10.1": "32 passed, 43 deselected (flat args)",
+    "0.10.1.post1": "32 passed, 43 deselected (flat args)",
+    "0.10.1.post2": "32 passed, 43 deselected (flat args)",
+    "0.11.0": "72 passed, 3 deselected",
+}
+"""Release -> result of the compat tests (``COMPAT_PLAN.tests``, :func:`deselected` applied) run
+once against it in the compat venv: the releases of the range outside :data:`COMPAT_MATRIX`,
+recorded by hand from that run."""
+
+SWEEP_WHEN = "sweep of 2026-12-01"
+"""When :data:`SWEEP` was measured."""
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The OpenRLHF support table (README, docs/openrlhf.md), one row per change point."""
+    reasons = dict(CHANGE_POINTS)
+    out = [
+        SupportRow(
+            "< 0.10.0",
+            "see `kl-patches audit`",
+            "refused (`KL_PATCHES_FORCE=1` runs anyway)",
+            "refused",
+        )
+    ]
+    starts = [RELEASES.index(v) for v in COMPAT_MATRIX]
+    for i, start in enumerate(starts):
+        segment = RELEASES[start : (starts[i + 1] if i + 1 < len(starts) else len(RELEASES))]
+        first = segment[0]
+        flags = (
+            "--algo.kl.*"
+            if first >= DOTTED_SINCE
+            else "--init_kl_coef, --kl_estimator, --use_kl_loss"
+        )
+        native = (
+            f"k1/k2/k3 ({flags}) in the reward, per token after the baseline, or in the loss as a "
+            "token mean; every value clamped to +-10"
+        )
+        if Version(first) >= Version(UNBIASED_GRADIENT_SINCE):
+            native += "; --algo.kl.unbiased_gradient"
+        patched = "any KLConfig" + (
+            f"; here: {reasons[first].split(';')[0]}" if first in reasons else ""
+        )
+        once = [v for v in segment[1:] if v in SWEEP]
+        tested = f"CI (`nox -s compat`): {first}"
+        if once:
+            tested += f"; once: {', '.join(once)} ({SWEEP_WHEN})"
+        span = first if len(segment) == 1 else f"{first}-{segment[-1]}"
+        out.append(SupportRow(span, native, patched, tested))
+    out.append(
+        SupportRow(
+            ">= 0.12.0",
+            "-",
+            "runs when every behaviour canary passes, with one warning; refused otherwise",
+            "canaries at `apply()`",
+        )
+    )
+    return tuple(out)

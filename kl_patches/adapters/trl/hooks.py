@@ -49,6 +49,7 @@ from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequen
 
 from . import offpolicy
 from .advantages import grpo_advantages, rloo_advantages, summed_rewards
+from .canaries import DETECTED
 from .versions import (
     GLOBAL_TOKEN_COUNT_LOSS_TYPES,
     GRPO_DEFAULTS,
@@ -133,11 +134,19 @@ def prepare_args(kind: str, model: Any, args: Any, config: KLConfig) -> Any:
 
 def validate(kind: str, args: Any, config: KLConfig) -> None:
     """Refuse settings the adapter cannot honour, naming the valid choices."""
-    if getattr(args, "use_liger_loss", False):
-        raise ValueError(
-            "kl_patches.trl: use_liger_loss=True computes a fused GRPO loss with a hard-coded k3 "
-            "term that bypasses the KL hooks; set use_liger_loss=False"
-        )
+    import trl
+
+    # TRL 1.0-1.13 route use_liger_kernel=True to GRPOTrainer.compute_liger_loss (a fused loss
+    # that never calls _compute_loss); later releases have no such path. use_liger_loss is the
+    # 0.17-0.27 spelling of the same switch.
+    fused = kind == "GRPO" and callable(getattr(trl.GRPOTrainer, "compute_liger_loss", None))
+    for flag in ("use_liger_loss", "use_liger_kernel" if fused else ""):
+        if flag and getattr(args, flag, False) is True:
+            raise ValueError(
+                f"kl_patches.trl: {flag}=True computes a fused GRPO loss "
+                "(GRPOTrainer.compute_liger_loss) with a hard-coded k3 term that bypasses the KL "
+                f"hooks; set {flag}=False"
+            )
     if kind == "GRPO":
         if config.has_reward and args.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
@@ -597,7 +606,7 @@ def grpo_loss_scaling(
         GLOBAL_TOKEN_COUNT_LOSS_TYPES
     ):
         normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / trainer.accelerator.num_processes
-        if train:
+        if train and DETECTED.get("grpo.dapo_normaliser_ga_scaled", True):  # TRL >= 1.9.1
             normalizer = normalizer * steps / trainer.args.steps_per_generation
         return normalizer, 1.0
     return None, float(steps)

@@ -7,7 +7,16 @@ patched on the classes themselves, so every module that imported the class by na
 the originals sit in the shared :class:`~kl_patches.adapters.patching.PatchRegistry` and
 :func:`revert` puts exactly those back. Applying twice only replaces the active config.
 Instances built before ``apply`` (or after ``revert``) and the subclasses of :mod:`.trainers`
-pass through untouched.
+pass through untouched. A trainer built while the patch is applied keeps its KL config for its
+whole life: the patched ``__init__`` moves the instance to a subclass of its class that routes
+the five other methods through the hooks (:func:`instance_class`), so :func:`revert` cannot leave
+it running TRL's own loss at the KL coefficient it was given as ``beta``.
+
+Before patching, :func:`guard` checks the installed TRL: the classes ``trl`` exports are TRL's
+own (:mod:`.foreign`: unsloth, ms-swift), the version is in the tested range or above it, the
+behaviour canaries pass (:mod:`.canaries`), and each hooked method has a signature recorded for
+a tested release (:data:`~.compat.SIGNATURES`). A trainer class that overrides a hooked method
+is refused when it is built.
 
 Each accelerate rank runs the user's script, so calling ``apply`` at the top of the script (or
 launching through ``python -m kl_patches.trl``) applies it on every rank.
@@ -23,7 +32,7 @@ from typing import Any
 from kl_patches.adapters.patching import PatchRegistry, Target
 from kl_patches.config import KLConfig
 
-from . import hooks
+from . import canaries, compat, foreign, hooks
 from .delivery import configured
 from .versions import SUPPORT
 
@@ -60,8 +69,96 @@ def targets() -> dict[str, list[Target]]:
     }
 
 
+def signatures(target: Target) -> tuple[str, ...]:
+    """The signature texts of ``target`` recorded for the tested TRL releases."""
+    return tuple(text for _, text in compat.SIGNATURES[f"{target.owner}.{target.attr}"])
+
+
+def guard(force: bool = False) -> str:
+    """Check the installed TRL before patching; returns its version.
+
+    In order: the version is in the tested range or above it, the trainer classes ``trl``
+    exports are TRL's own (:func:`.foreign.check_classes`), each hooked method's call shape is
+    one a tested release has, and the behaviour canaries pass (:func:`.canaries.canaries`; above
+    the range, passing gives one warning). Raises (an
+    :class:`~kl_patches.adapters.support.UnsupportedVersionError`,
+    :class:`~kl_patches.adapters.support.CanaryError`,
+    :class:`~.foreign.ForeignTrainerError` or
+    :class:`~kl_patches.adapters.patching.SignatureMismatchError`) unless ``force`` or
+    ``KL_PATCHES_FORCE=1``, which turn each refusal into a warning.
+    """
+    import trl
+
+    forced = SUPPORT.forced(force)
+    version = SUPPORT.gate(trl.__version__, force=forced)
+    foreign.check_classes(HOOKED, force=forced)
+    for cls in TRAINERS.values():
+        missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
+        if missing:
+            raise RuntimeError(
+                f"kl_patches.trl: trl.{cls} {trl.__version__} lacks {missing}; "
+                "this TRL version is not supported"
+            )
+    REGISTRY.check_signatures(
+        {t: signatures(t) for items in targets().values() for t in items}, force=forced
+    )
+    return SUPPORT.verify(version, force=forced, canaries=canaries.canaries())
+
+
 def _active(trainer: Any) -> bool:
     return not isinstance(trainer, hooks.KLTrainerMixin) and "_kl_config" in trainer.__dict__
+
+
+def _hook(kind: str, name: str) -> Callable[..., Any]:
+    """``hook(trainer, call, args, kwargs)`` for TRL method ``name`` of trainer ``kind``."""
+    grpo = kind == "GRPO"
+    hook: Callable[..., Any] = {
+        "_get_per_token_logps_and_entropies": lambda t, c, a, k: hooks.get_logps(t, c, a, k),
+        "_calculate_rewards": lambda t, c, a, k: hooks.calculate_rewards(t, c, a, k),
+        "training_step": lambda t, c, a, k: hooks.training_step(t, c, a, k),
+        "_generate_and_score_completions": lambda t, c, a, k: (
+            hooks.grpo_generate_and_score if grpo else hooks.rloo_generate_and_score
+        )(t, c, *a),
+        "_compute_loss": lambda t, c, a, k: (
+            hooks.grpo_compute_loss if grpo else hooks.rloo_compute_loss
+        )(t, c, *a),
+    }[name]
+    return hook
+
+
+class _Applied(hooks.KLTrainerMixin):
+    """Marker base of the classes :func:`instance_class` makes (TRL's patched methods pass
+    straight through for their instances, whose own methods run the hooks)."""
+
+
+_INSTANCE_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def instance_class(cls: type, kind: str) -> type:
+    """A subclass of ``cls`` (same name and module) whose hooked methods run the hooks and call
+    ``cls``'s through ``super()``; a trainer built under :func:`apply` is moved to it, so it keeps
+    its KL config after :func:`revert`. Cached per class."""
+    if isinstance(cls, type) and issubclass(cls, hooks.KLTrainerMixin):
+        return cls
+    key = (cls, kind)
+    if key in _INSTANCE_CLASSES:
+        return _INSTANCE_CLASSES[key]
+
+    def routed(name: str) -> Callable[..., Any]:
+        hook = _hook(kind, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            _CALLS[name] += 1
+            return hook(self, getattr(super(klass, self), name), args, kwargs)
+
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    body: dict[str, Any] = {n: routed(n) for n in HOOKED if n != "__init__"}
+    body.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__)
+    klass = type(cls.__name__, (_Applied, cls), body)
+    _INSTANCE_CLASSES[key] = klass
+    return klass
 
 
 def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,28 +180,26 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
                     raise TypeError("pass kl= to the kl_patches trainer itself")
                 original(self, model, reward_funcs, args, *more, **kwargs)
                 return
+            if not _ACTIVE:  # the class kept a reference to this wrapper past revert()
+                original(self, model, reward_funcs, args, *more, **kwargs)
+                return
+            import trl
+
+            foreign.check_subclass(
+                type(self), getattr(trl, TRAINERS[kind]), HOOKED, force=SUPPORT.forced()
+            )
             config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
             monitor = _MONITOR[-1] if kl_full_monitor is None else kl_full_monitor
             hooks.init_state(self, config, monitor)
             args = hooks.prepare_args(kind, model, args, config)
             original(self, model, reward_funcs, args, *more, **kwargs)
             hooks.after_init(self, kind)
+            self.__class__ = instance_class(type(self), kind)
             _CALLS["__init__"] += 1
 
         return init
 
-    grpo = kind == "GRPO"
-    hook: Callable[..., Any] = {
-        "_get_per_token_logps_and_entropies": lambda t, c, a, k: hooks.get_logps(t, c, a, k),
-        "_calculate_rewards": lambda t, c, a, k: hooks.calculate_rewards(t, c, a, k),
-        "training_step": lambda t, c, a, k: hooks.training_step(t, c, a, k),
-        "_generate_and_score_completions": lambda t, c, a, k: (
-            hooks.grpo_generate_and_score if grpo else hooks.rloo_generate_and_score
-        )(t, c, *a),
-        "_compute_loss": lambda t, c, a, k: (
-            hooks.grpo_compute_loss if grpo else hooks.rloo_compute_loss
-        )(t, c, *a),
-    }[name]
+    hook = _hook(kind, name)
 
     @functools.wraps(original)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -127,21 +222,13 @@ def apply(
     Without ``config``: the one in ``KL_PATCHES_TRL`` (:mod:`.delivery`) when set, else the
     default k1-in-reward.
 
-    ``full_monitor`` makes them log the exact full-vocabulary KL (``kl/full_vocab``). Raises on
-    an unsupported TRL version unless ``force`` (or ``KL_PATCHES_FORCE=1``), and if a hooked
-    method is missing. Returns the active config.
+    ``full_monitor`` makes them log the exact full-vocabulary KL (``kl/full_vocab``). Raises
+    when :func:`guard` refuses the installed TRL (an untested version, a failed behaviour
+    canary, a foreign trainer class, a changed signature) unless ``force`` (or
+    ``KL_PATCHES_FORCE=1``), and if a hooked method is missing. Returns the active config.
     """
-    import trl
-
     resolved = KLConfig.coerce(config) if config is not None else configured() or KLConfig()
-    SUPPORT.check(trl.__version__, force=force)
-    for cls in TRAINERS.values():
-        missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
-        if missing:
-            raise RuntimeError(
-                f"kl_patches.trl: trl.{cls} {trl.__version__} lacks {missing}; "
-                "this TRL version is not supported"
-            )
+    guard(force)
     _ACTIVE[:] = [resolved]
     _MONITOR[:] = [full_monitor]
     for kind, items in targets().items():

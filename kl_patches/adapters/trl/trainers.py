@@ -16,10 +16,11 @@ import trl
 
 from kl_patches.config import KLConfig
 
-from . import hooks
-from .versions import check_version
+from . import foreign, hooks
+from .patch import HOOKED, guard
+from .versions import SUPPORT
 
-check_version(trl.__version__)
+guard()
 
 
 class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
@@ -35,6 +36,7 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
         kl_full_monitor: bool = False,
         **kwargs: Any,
     ) -> None:
+        foreign.check_subclass(type(self), GRPOTrainer, HOOKED, force=SUPPORT.forced())
         config = KLConfig.coerce(kl)
         hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args("GRPO", model, args, config)
@@ -75,6 +77,7 @@ class RLOOTrainer(hooks.KLTrainerMixin, trl.RLOOTrainer):  # type: ignore[misc]
         kl_full_monitor: bool = False,
         **kwargs: Any,
     ) -> None:
+        foreign.check_subclass(type(self), RLOOTrainer, HOOKED, force=SUPPORT.forced())
         config = KLConfig.coerce(kl)
         hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args("RLOO", model, args, config)

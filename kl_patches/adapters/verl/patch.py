@@ -19,24 +19,36 @@ holds an original); modules imported later copy the wrapper:
 Any other estimator name reaches verl's code untouched, so native configs behave natively while
 the patch is applied. The originals live in the shared
 :class:`~kl_patches.adapters.patching.PatchRegistry`; ``apply`` twice is ``apply`` once.
+
+Each function is patched where the installed verl defines it, read from the function object
+that ``ray_trainer`` / ``losses`` hold (:func:`resolve_targets`: an upstream move into
+``verl.trainer.ppo.trainer_utils`` is followed, and every module holding the original by name
+gets the wrapper). Before patching, :func:`apply` checks the version (0.7.0-0.9.x, or newer with
+every canary passing), the signatures recorded for the tested releases, the behaviour canaries
+(:mod:`.canaries`), and that a loss side needing the patch has a ``ppo_loss`` to patch (verl
+< 0.8 computes the KL loss in its legacy actor); after patching, :func:`check` fails loudly when
+a loaded verl module still holds the original or defines a copy the patch did not reach.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
+import importlib.util
 import os
+import sys
 from typing import Any
 
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.patching import PatchRegistry, Target
+from kl_patches.adapters.patching import PatchRegistry, Target, is_replacement
 from kl_patches.config import KLConfig
 
-from . import offpolicy
+from . import canaries, offpolicy
 from .delivery import PatchSpec
-from .versions import MARKER, SUPPORT
+from .versions import LOSS_PATCH, MARKER, SIGNATURES, SUPPORT
 
 SOURCES: dict[tuple[str, str], str] = {
     ("verl.trainer.ppo.ray_trainer", "apply_kl_penalty"): "_apply_kl_penalty",
@@ -76,10 +88,69 @@ class PatchNotActiveError(RuntimeError):
     """verl was asked for the kl-patches estimator in a process where the patch is not active."""
 
 
-def _check_version() -> str:
+_BY_ATTR: dict[str, Target] = {}
+"""Wrapped function name -> its patched target (where the installed verl defines it)."""
+
+
+def _check_version(*, force: bool = False) -> str:
     import verl
 
-    return SUPPORT.check(str(verl.__version__))
+    return SUPPORT.gate(str(verl.__version__), force=force)
+
+
+def resolve_targets() -> dict[Target, str]:
+    """Each wrapped function at its defining module in the installed verl -> its wrapper's name.
+
+    The module is read from the function object that the module of :data:`SOURCES` holds
+    (``ray_trainer.apply_kl_penalty.__module__``), so a function moved elsewhere and imported
+    back by name (``verl.trainer.ppo.trainer_utils``) is patched where it lives; propagation
+    then reaches every module that imported it.
+    """
+    out: dict[Target, str] = {}
+    for (module, attr), wrapper in SOURCES.items():
+        if attr in _BY_ATTR:
+            out[_BY_ATTR[attr]] = wrapper
+            continue
+        function = vars(importlib.import_module(module)).get(attr)
+        if not callable(function):
+            raise RuntimeError(
+                f"kl_patches.verl: {module} has no {attr}, a hook point the patch needs; "
+                f"kl_patches supports verl {SUPPORT.supported}"
+            )
+        definer = getattr(function, "__module__", None) or module
+        out[Target(definer, attr, propagate=True)] = wrapper
+    return out
+
+
+def _legacy_loss_site() -> str | None:
+    """The module that computes the KL loss instead of ``ppo_loss``, if the installed verl has
+    one (0.7.x: ``verl.workers.actor.dp_actor``)."""
+    for name in ("verl.workers.actor.dp_actor",):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return name
+        except (ImportError, ValueError):
+            continue
+    return None
+
+
+def _check_loss_site(version: str, *, force: bool = False) -> None:
+    legacy = _legacy_loss_site()
+    if legacy is None:
+        return
+    message = (
+        f"kl_patches.verl: verl {version} computes the KL loss in its legacy actor ({legacy}, "
+        "used by default: trainer.use_legacy_worker_impl=auto), which calls verl's own "
+        "kl_penalty, so a loss side that needs the patch cannot run there (the patch supports "
+        f"it on verl{LOSS_PATCH}, where workers.utils.losses.ppo_loss is the only KL-loss site). "
+        "Use a loss side verl expresses natively (to_overrides writes verl's own names when it "
+        f"can), a config without a loss side, or verl{LOSS_PATCH}; KL_PATCHES_FORCE=1 runs anyway."
+    )
+    if not force:
+        raise RuntimeError(message)
+    import warnings
+
+    warnings.warn(message, stacklevel=3)
 
 
 def apply(
@@ -88,16 +159,27 @@ def apply(
     """Install the patch for ``config`` in this process (idempotent); returns the active config.
 
     Calling it again with another config replaces the configuration, not the wrappers; the
-    :class:`PatchSpec` in use is :func:`active`.
+    :class:`PatchSpec` in use is :func:`active`. Refuses (unless ``KL_PATCHES_FORCE=1``) a verl
+    outside the tested range whose canaries fail, a changed signature, a failed canary, and a
+    loss side on a verl whose legacy actor computes the KL loss.
     """
     global _ACTIVE
     if isinstance(config, PatchSpec):
         spec = config
     else:
         spec = PatchSpec(KLConfig.coerce(config), kl_outside_std=kl_outside_std)
-    _check_version()
-    for target, wrapper_name in TARGETS.items():
+    forced = SUPPORT.forced()
+    version = _check_version(force=forced)
+    targets = resolve_targets()
+    REGISTRY.check_signatures({t: SIGNATURES[t.attr] for t in targets}, force=forced)
+    if spec.config.has_loss:
+        _check_loss_site(version, force=forced)
+    SUPPORT.verify(
+        version, force=forced, canaries=canaries.canaries(loss_patch=spec.config.has_loss)
+    )
+    for target, wrapper_name in targets.items():
         REGISTRY.patch(target, functools.partial(_wrapper, wrapper_name))
+        _BY_ATTR[target.attr] = target
     _ACTIVE = spec
     check()
     return spec.config
@@ -118,14 +200,42 @@ def wrapper_names() -> dict[str, str]:
     return {f"{m}:{a}": f"{__name__}.{w}" for (m, a), w in SOURCES.items()}
 
 
+def copies() -> list[str]:
+    """``module.name`` of functions named like a wrapped one, defined in a loaded ``verl`` (or
+    ``recipe``) module other than the definer: a trainer calling such a copy is not patched."""
+    names = {t.attr: t for t in REGISTRY.targets()}
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith(("verl.", "recipe.")):
+            continue
+        for attr, target in names.items():
+            value = vars(module).get(attr)
+            if (
+                callable(value)
+                and getattr(value, "__module__", None) == module_name
+                and module_name != target.module
+                and not is_replacement(value)
+                and value is not REGISTRY.original(target)
+            ):
+                found.append(f"{module_name}.{attr}")
+    return sorted(found)
+
+
 def check() -> PatchSpec:
-    """Raise unless the patch is active and every loaded verl module holds the wrappers."""
+    """Raise unless the patch is active, every loaded verl module holds the wrappers, and no
+    loaded verl module defines its own copy of a wrapped function."""
     if _ACTIVE is None:
         raise PatchNotActiveError(_not_active_message())
     REGISTRY.applied()
     stale = REGISTRY.stale()
     if stale:
         raise RuntimeError(f"kl_patches verl patch incomplete; still original: {stale}")
+    copied = copies()
+    if copied:
+        raise RuntimeError(
+            f"kl_patches verl patch incomplete: {copied} define their own copy of a function the "
+            "patch wraps, so a trainer calling them runs verl's KL, not the KL config"
+        )
     return _ACTIVE
 
 
@@ -149,6 +259,7 @@ def revert() -> None:
     global _ACTIVE
     REGISTRY.revert()
     _NATIVE_ACTOR_CONFIGS.clear()
+    _BY_ATTR.clear()
     _ACTIVE = None
 
 
@@ -168,7 +279,8 @@ def _require_active() -> PatchSpec:
 
 
 def _original(module_name: str, attr: str) -> Any:
-    return REGISTRY.original(Target(module_name, attr, propagate=True))
+    """verl's original ``attr`` (wherever :func:`resolve_targets` found it defined)."""
+    return REGISTRY.original(_BY_ATTR.get(attr) or Target(module_name, attr, propagate=True))
 
 
 # ----------------------------------------------------------------------------- reward side

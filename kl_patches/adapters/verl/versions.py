@@ -3,6 +3,12 @@
 Nothing here imports verl: the defaults of the tested release (``trainer/config/ppo_trainer.yaml``
 composed by Hydra) are written down, with the estimator names, clamps and loss aggregation
 modes that the translation and the reader use.
+
+The patch runs on verl 0.7.0-0.9.x (:data:`SUPPORT`), each release of which the compat session
+tests (:data:`COMPAT_MATRIX`: every release of the range changes something the adapter touches,
+:data:`CHANGE_POINTS`); a newer release is patched when every behaviour canary passes (one
+warning). Before 0.8.0 the KL loss is computed by verl's legacy actor, so there only the reward
+side can be patched (:data:`LOSS_PATCH`).
 """
 
 from __future__ import annotations
@@ -11,36 +17,196 @@ from importlib import metadata
 from typing import Any
 
 from kl_patches.adapters.delivery import env_var
-from kl_patches.adapters.support import VersionSupport
+from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
 
 __all__ = [
     "ACTOR",
     "AGG_FROM_VERL",
     "AGG_TO_VERL",
+    "CHANGE_POINTS",
+    "COMPAT_MATRIX",
+    "COMPAT_PLAN",
     "DEFAULTS",
     "ENV_VAR",
     "GRPO_LIKE",
+    "LOSS_PATCH",
     "MARKER",
     "NATIVE_CLAMPS",
     "NATIVE_NAME",
     "REWARD_TO_GO_ESTIMATORS",
     "RUNTIME_ENV_PREFIX",
     "SEQUENCE_SUM_ESTIMATORS",
+    "SIGNATURES",
     "SUPPORT",
     "SUPPORTED_RANGE",
+    "SWEEP_PLAN",
     "TESTED_VERSIONS",
     "VERL_ESTIMATORS",
     "installed_version",
+    "support_rows",
 ]
 
-SUPPORT = VersionSupport(library="verl", supported=">=0.9.0,<0.10", tested=("0.9.1",))
-"""Versions the patch accepts (the hook points are identical in 0.9.0 and 0.9.1) and the one
-the regression tests ran against."""
+RELEASES: tuple[str, ...] = ("0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
+"""Every verl release of the supported range, ascending."""
+
+CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.7.1",
+        "agg_loss: seq-mean-token-sum-norm becomes a global sequence mean over loss_scale_factor",
+    ),
+    (
+        "0.8.0",
+        "the legacy actors (workers/actor/dp_actor.py, megatron_actor.py) are gone: "
+        "workers.utils.losses.ppo_loss is the only KL-loss site (padded inputs through "
+        "no_padding_2_padding, verl Metric objects); kl_penalty strips the '+' suffix; "
+        "trainer.main_ppo_sync imports apply_kl_penalty and compute_advantage by name",
+    ),
+    (
+        "0.9.0",
+        "trainer.ppo.v1.trainer_base (the default trainer) and v1.utils import apply_kl_penalty "
+        "and compute_advantage by name (main_ppo_sync gone); the verl.plugins entry point",
+    ),
+)
+"""Releases after 0.7.0 where something the adapter touches changed, with the reason (read from
+each release's wheel; 0.9.1 moves only line numbers)."""
+
+COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS), RELEASES[-1])
+"""The releases ``nox -s compat`` tests: the oldest, every change point, the newest."""
+
+SUPPORT = VersionSupport(library="verl", supported=">=0.7.0,<0.10", tested=COMPAT_MATRIX)
+"""Versions the patch accepts and those the compat session tests (``KL_PATCHES_FORCE=1``
+overrides; a newer release passes with one warning when the canaries pass)."""
+
+LOSS_PATCH = ">=0.8.0"
+"""Releases where a loss side that needs the patch runs: before 0.8.0 the legacy actor computes
+the KL loss itself (the patch refuses such configs there; native loss estimators work)."""
+
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "apply_kl_penalty": (
+        "apply_kl_penalty(data: DataProto, kl_ctrl: core_algos.AdaptiveKLController, "
+        "kl_penalty='kl')",
+    ),
+    "compute_advantage": (
+        "compute_advantage(data: DataProto, adv_estimator: AdvantageEstimator, gamma: "
+        "float=1.0, lam: float=1.0, num_repeat: int=1, norm_adv_by_std_in_grpo: bool=True, "
+        "config: Optional[AlgoConfig]=None) -> DataProto",
+    ),
+    "ppo_loss": ("ppo_loss(config: ActorConfig, model_output, data: TensorDict, dp_group=None)",),
+}
+"""The signature of each wrapped function (the same in every release 0.7.0-0.9.1, read with
+``ast`` from each wheel); the patch refuses another call shape."""
+
+_PINS_07 = ("numpy<2", "transformers<5", "huggingface-hub<1.0", "pyarrow>=19,<22")
+_PINS_08 = ("transformers>=5.5.3,<5.11,!=5.6.0", "huggingface-hub>=1.0")
+
+_SEP = "verl.experimental.separation.ray_trainer"
+IMPORTERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "0.7.0": (("verl.workers.engine_workers", "ppo_loss"),),
+    "0.7.1": (
+        (_SEP, "apply_kl_penalty"),
+        (_SEP, "compute_advantage"),
+        ("verl.workers.engine_workers", "ppo_loss"),
+    ),
+    "0.8.0": (
+        (_SEP, "apply_kl_penalty"),
+        ("verl.trainer.main_ppo_sync", "apply_kl_penalty"),
+        (_SEP, "compute_advantage"),
+        ("verl.trainer.main_ppo_sync", "compute_advantage"),
+        ("verl.trainer.distillation.losses", "ppo_loss"),
+        ("verl.workers.engine_workers", "ppo_loss"),
+    ),
+    "0.9.0": (
+        (_SEP, "apply_kl_penalty"),
+        ("verl.trainer.ppo.v1.trainer_base", "apply_kl_penalty"),
+        (_SEP, "compute_advantage"),
+        ("verl.trainer.ppo.v1.utils", "compute_advantage"),
+        ("verl.trainer.distillation.losses", "ppo_loss"),
+        ("verl.workers.engine_workers", "ppo_loss"),
+    ),
+}
+IMPORTERS["0.9.1"] = IMPORTERS["0.9.0"]
+"""Per release: the modules that import a wrapped function by name at top level (read with
+``ast`` from each wheel). The patch does not rely on the list (it propagates to every loaded
+module holding the original); the compat tests check that each of them gets the wrapper."""
+
+LEGACY_ACTOR_DESELECT: tuple[str, ...] = (
+    "tests/adapters/verl/test_regression.py::test_straight_through_names_take_k2_gradient",
+    "tests/adapters/verl/test_patch.py::test_apply_patches_every_importer_and_revert_restores_all",
+    "tests/adapters/verl/test_patch.py::test_wrapper_without_active_config_raises",
+    "tests/adapters/verl/test_patch.py::test_plugin_setup_from_environment",
+    "tests/adapters/verl/test_patch.py::test_patched_ppo_loss_is_core_loss_term",
+    "tests/adapters/verl/test_patch.py::test_native_loss_unchanged_while_patch_active",
+    "tests/adapters/verl/test_patch.py::test_coefficient_mismatch_raises",
+    "tests/adapters/verl/test_patch.py::test_patched_path_matches_verl_where_verl_expresses_it",
+)
+"""Tests (node-id prefixes) that assume verl 0.8+ and are deselected on 0.7.x: the '+' estimator
+names crash in 0.7 (``kl_penalty_forward`` gets the name with its '+'), and every test that
+applies a loss side needing the patch meets the legacy-actor refusal. ``test_compat.py``
+asserts both on 0.7.x."""
+
+COMPAT_PLAN = CompatPlan(
+    library="verl",
+    base=(
+        *_PINS_07,
+        "packaging",
+        "ray>=2.41",
+        "tensordict>=0.8,<=0.10.0,!=0.9.0",
+        "omegaconf",
+        "hydra-core",
+        "codetiming",
+        "torchdata",
+        "peft",
+        "datasets",
+        "pillow",
+        "cachetools",
+        "uvicorn",
+        "fastapi",
+        "pyyaml",
+        "pytest>=8",
+    ),
+    tests=(
+        "tests/adapters/verl/test_compat.py",
+        "tests/adapters/verl/test_regression.py",
+        "tests/adapters/verl/test_patch.py",
+    ),
+    steps=(
+        CompatStep(
+            "0.7.0",
+            (("--no-deps", "verl==0.7.0"), _PINS_07),
+            "oldest release of the range",
+            LEGACY_ACTOR_DESELECT,
+        ),
+        CompatStep(
+            "0.7.1",
+            (("--no-deps", "verl==0.7.1"), _PINS_07),
+            dict(CHANGE_POINTS)["0.7.1"],
+            LEGACY_ACTOR_DESELECT,
+        ),
+        CompatStep(
+            "0.8.0",
+            (("--no-deps", "verl==0.8.0"), _PINS_08),
+            dict(CHANGE_POINTS)["0.8.0"],
+            (LEGACY_ACTOR_DESELECT[1],),  # lists 0.9's importers; test_compat checks 0.8.0's
+        ),
+        CompatStep(
+            "0.9.0",
+            (("--no-deps", "verl==0.9.0"), ("TransferQueue>=0.1.10",)),
+            dict(CHANGE_POINTS)["0.9.0"],
+        ),
+        CompatStep("0.9.1", (("--no-deps", "verl==0.9.1"),), "newest release of the range"),
+    ),
+)
+"""``nox -s compat`` for verl: one venv from the 0.7.0 CPU recipe (verl --no-deps and what its
+KL, trainer and worker modules import), switched in place; 0.8.0 needs transformers 5.x."""
+
+SWEEP_PLAN = COMPAT_PLAN
+"""``nox -s compat_sweep``: every release of the range, which for verl is the compat matrix."""
 
 TESTED_VERSIONS = SUPPORT.tested
 """verl versions whose code the adapter's regression tests ran against."""
 
-SUPPORTED_RANGE = (">=0.9.0", "<0.10")
+SUPPORTED_RANGE = (">=0.7.0", "<0.10")
 """The supported range as two specifiers (kept for callers of earlier releases; see
 :data:`SUPPORT`)."""
 
@@ -138,3 +304,37 @@ def installed_version() -> str | None:
         return metadata.version("verl")
     except metadata.PackageNotFoundError:
         return None
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The verl support table (README, docs/verl.md), from the range, the change points and
+    :data:`LOSS_PATCH`."""
+    from packaging.specifiers import SpecifierSet
+
+    native = (
+        "k1/k2/k3 in the reward (`use_kl_in_reward`, per token) or the loss (`use_kl_loss`, "
+        "through `loss_agg_mode`), k3 clamped"
+    )
+    reasons = dict(CHANGE_POINTS)
+    out = [SupportRow("< 0.7.0", native, "refused (`KL_PATCHES_FORCE=1` runs anyway)", "refused")]
+    for version in COMPAT_MATRIX:
+        loss = SpecifierSet(LOSS_PATCH).contains(version)
+        patched = (
+            "any KLConfig"
+            if loss
+            else "reward side: any KLConfig; a loss side that needs the patch is refused (the "
+            "legacy actor computes the KL loss); native loss estimators work"
+        )
+        if version in reasons:
+            patched += f"; here: {reasons[version].split(';')[0]}"
+        out.append(SupportRow(version, native, patched, "CI (`nox -s compat`)"))
+    out.append(
+        SupportRow(
+            ">= 0.10.0",
+            "-",
+            "runs when every behaviour canary passes, with one warning; refused otherwise "
+            "(pre-releases such as 0.10.0rc1: refused)",
+            "canaries at `apply()`",
+        )
+    )
+    return tuple(out)

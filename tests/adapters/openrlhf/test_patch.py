@@ -48,7 +48,7 @@ def clean() -> object:
 
 
 def snapshot() -> dict[str, object]:
-    return {t.name: vars(P._owner(t))[t.attr] for t in P.TARGETS}
+    return {t.name: vars(P._owner(t))[t.attr] for t in P.resolve_targets()}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_every_module_that_imported_compute_approx_kl_is_patched_and_restored() 
     before = snapshot()
     apply(EVERYTHING)
     names = applied()
-    assert sorted(names) == sorted(t.name for t in P.TARGETS)
+    assert sorted(names) == sorted(t.name for t in P.resolve_targets())
     for name in importers:
         assert getattr(sys.modules[name].compute_approx_kl, P.MARK)
     assert utils.compute_approx_kl is before[f"{P.REWARD_MODULE}.compute_approx_kl"]
@@ -120,11 +120,15 @@ def test_new_config_replaces_old_one() -> None:
     assert all(".ppo_actor" not in name for name in applied())
 
 
-@pytest.mark.parametrize("version", ["0.10.1", "0.11.0", "0.12.0", "1.0"])
+@pytest.mark.parametrize("version", ["0.9.9", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
 def test_version_guard(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the tested range 0.10.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
+    and 1.0 were refused before the range was widened and newer releases got the canaries,
+    issue 14: test_compat.py covers them.)"""
+    monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
     monkeypatch.setattr(P, "installed_version", lambda: version)
     before = snapshot()
-    with pytest.raises(RuntimeError, match=r">=0\.11\.2,<0\.12"):
+    with pytest.raises(RuntimeError, match=r">=0\.10\.0,<0\.12"):
         apply(EVERYTHING)
     assert snapshot() == before
 
@@ -380,7 +384,7 @@ def test_hook_patches_already_imported_modules_and_needs_a_config(
         assert sum(type(f).__name__ == "_PostImportFinder" for f in sys.meta_path) == 1
         status = hook.status()
         assert status["configured"] and status["hook_installed"]
-        assert sorted(applied()) == sorted(t.name for t in P.TARGETS)
+        assert sorted(applied()) == sorted(t.name for t in P.resolve_targets())
         assert P.active_config() == EVERYTHING
     finally:
         hook.uninstall()

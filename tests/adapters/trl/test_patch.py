@@ -1,11 +1,13 @@
-"""apply/revert patch TRL's own trainer classes in place and restore every symbol; the version
-guard.
+"""apply/revert patch TRL's own trainer classes in place and restore every symbol; a trainer
+built under apply keeps its config after revert; the version guard (tested range, above it with
+the canaries).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from trl_support import harness  # noqa: E402
 
 import kl_patches.trl as klt  # noqa: E402
 from kl_patches import KLConfig  # noqa: E402
+from kl_patches.adapters.support import UntestedVersionWarning  # noqa: E402
 from kl_patches.adapters.trl import patch, versions  # noqa: E402
 
 TOL = 1e-6
@@ -52,11 +55,49 @@ def test_apply_revert_restores_every_symbol(dirs: tuple[Path, Path]) -> None:
 
 
 def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trl, "__version__", "1.17.0")
+    """Below the tested range, or a pre-release: refused (forced: runs). Above it (1.17.0) the
+    canaries decide: they pass here, so the patch runs with one warning (issue 14; this test
+    expected a refusal of 1.17.0 before the range and the canaries existed)."""
     monkeypatch.delenv(versions.FORCE_ENV, raising=False)
     monkeypatch.delenv(versions.SUPPORT.legacy_force_env, raising=False)
-    with pytest.raises(RuntimeError, match=r"trl>=1\.16\.0,<1\.17\.0"):
+    for refused in ("0.29.1", "1.17.0rc1"):
+        monkeypatch.setattr(trl, "__version__", refused)
+        with pytest.raises(RuntimeError, match=r"trl>=1\.0\.0,<1\.17\.0"):
+            klt.apply("k1-in-reward")
+        assert not klt.is_applied()
+        klt.apply("k1-in-reward", force=True)
+        klt.revert()
+    monkeypatch.setattr(trl, "__version__", "1.17.0")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         klt.apply("k1-in-reward")
-    assert not klt.is_applied()
-    klt.apply("k1-in-reward", force=True)
-    klt.revert()
+    try:
+        untested = [w for w in caught if issubclass(w.category, UntestedVersionWarning)]
+        assert len(untested) == 1 and "every behaviour canary passed" in str(untested[0].message)
+        assert klt.is_applied()
+    finally:
+        klt.revert()
+
+
+def test_trainer_built_under_apply_keeps_its_config_after_revert(dirs: tuple[Path, Path]) -> None:
+    """Issue 15: the trainer was given beta=coef for TRL's reference model; after revert() it ran
+    TRL's own k3-in-loss at that beta. It keeps running k1-in-reward now."""
+    klt.apply(KLConfig(coef=0.05))
+    try:
+        trainer = harness.make_trainer(*dirs, "GRPO", patched=False, scale_rewards="none")
+    finally:
+        klt.revert()
+    assert not klt.is_applied() and trainer.beta == 0.05
+    assert isinstance(trainer, trl.GRPOTrainer) and type(trainer).__name__ == "GRPOTrainer"
+    harness.perturb(trainer.model)
+    batch = harness.scored_batch(trainer, seed=3)
+    assert trainer._metrics["train"]["kl/k1_reward"], "the reward-side hook did not run"
+    loss, grads = harness.loss_and_grads(trainer, batch)
+    trainer.beta = 0.0  # TRL's own loss without its k3 term: what k1-in-reward's loss must be
+    loss_0, grads_0 = harness.loss_and_grads(trainer, batch)
+    assert abs(float(loss - loss_0)) < TOL and harness.max_diff(grads, grads_0) < TOL
+    trainer.beta = 0.05
+    native = harness.make_trainer(*dirs, "GRPO", patched=False, beta=0.05)
+    harness.perturb(native.model)
+    loss_k3, _ = harness.loss_and_grads(native, batch)  # TRL's k3 at beta=0.05 differs
+    assert abs(float(loss_k3 - loss)) > 1e3 * TOL

@@ -9,11 +9,12 @@ wheel. Runs with torch, packaging and pytest only (nothing imports verl).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 
 from packaging.version import Version
 
-from kl_patches.adapters.verl import compat
+from kl_patches.adapters.verl import compat, versions
 from kl_patches.adapters.verl.history import HISTORY
 from kl_patches.adapters.verl.patch import KNOWN_IMPORTERS, SOURCES
 from kl_patches.adapters.verl.versions import SUPPORTED_RANGE
@@ -60,18 +61,32 @@ def test_patch_sources_and_importers_match_the_091_surface() -> None:
     assert set(KNOWN_IMPORTERS) == from_surface
 
 
-def test_supported_range_has_one_surface_up_to_line_numbers() -> None:
-    """Every release inside versions.SUPPORTED_RANGE has the same surface but for line numbers."""
+def test_supported_range_covers_every_release_and_each_change_point_is_tested() -> None:
+    """versions.SUPPORTED_RANGE holds every surveyed release (issue 14 widened it from 0.9.x);
+    every release where the surface changes is in the compat matrix and in versions'
+    change points; versions' signatures and per-release importers equal the surface's."""
     low, high = (Version(v.lstrip("<>=")) for v in SUPPORTED_RANGE)
     inside = [r for r in compat.RELEASES if low <= Version(r) < high]
-    assert inside == ["0.9.0", "0.9.1"]
+    assert inside == list(compat.RELEASES) == list(versions.RELEASES)
+    changed = {c.release for c in compat.CHANGE_POINTS}
+    assert changed == {r for r, _ in versions.CHANGE_POINTS}
+    assert changed | {inside[0], inside[-1]} == set(versions.COMPAT_MATRIX)
+    wrapped = {attr for _, attr in SOURCES}
+    for release in inside:
+        surface = _by_name(release)
+        for name in wrapped:
+            assert surface[name].signature in versions.SIGNATURES[name], (release, name)
+        from_surface = {(m, name) for name in wrapped for m in surface[name].importers}
+        assert set(versions.IMPORTERS[release]) == from_surface, release
 
     def strip(release: str) -> set[tuple[object, ...]]:
         return {
             dataclasses.astuple(dataclasses.replace(s, line=0)) for s in compat.SURFACE[release]
         }
 
-    assert all(strip(r) == strip(inside[0]) for r in inside)
+    # Releases between two change points differ in line numbers only.
+    for before, after in itertools.pairwise(inside):
+        assert (strip(before) == strip(after)) == (after not in changed), after
 
 
 def test_default_loss_site_agrees_with_history() -> None:

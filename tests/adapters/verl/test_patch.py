@@ -100,12 +100,16 @@ def test_apply_patches_every_importer_and_revert_restores_all() -> None:
 
 
 def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the tested range, and pre-releases (``0.10.0rc1``, issue 15), are refused. (This
+    test refused 0.8.2 before the range became 0.7.0-0.9.x, issue 14.)"""
     import verl
 
-    monkeypatch.setattr(verl, "__version__", "0.8.2")
-    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.10"):
-        kv.apply(PATCHED[0])
-    assert kv.active() is None
+    monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
+    for refused in ("0.6.1", "0.10.0rc1"):
+        monkeypatch.setattr(verl, "__version__", refused)
+        with pytest.raises(RuntimeError, match=r">=0\.7\.0,<0\.10"):
+            kv.apply(PATCHED[0])
+        assert kv.active() is None
 
 
 def test_marker_fails_loudly_without_patch() -> None:
@@ -352,6 +356,7 @@ def test_marker_ppo_loss_pads_the_log_probs_once(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(losses, "no_padding_2_padding", counting)
     config = PATCHED[0]
     kv.apply(config)
+    calls.clear()  # apply's behaviour canaries run verl's ppo_loss too (issue 14)
     actor = actor_for(config)
     r = make_rollout(seed=22)
     adv = torch.randn(r.mask.shape, generator=torch.Generator().manual_seed(4))

@@ -92,7 +92,17 @@ def run_training_step(
         advantages=torch.zeros_like(logp),
         info={},
     )
-    trainer.training_step(exp, COEF, 0, None)
+    import inspect
+
+    from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
+
+    # loss_batch_info exists from OpenRLHF 0.10.4 on
+    extra = (
+        [None]
+        if "loss_batch_info" in inspect.signature(ActorPPOTrainer.training_step).parameters
+        else []
+    )
+    trainer.training_step(exp, COEF, 0, *extra)
     grads = [p.grad.clone() for p in actor.parameters()]
     return trainer.strategy.losses[-1], grads, logp, ref, old
 
