@@ -139,6 +139,7 @@ LEGACY_ACTOR_DESELECT: tuple[str, ...] = (
     "tests/adapters/verl/test_patch.py::test_native_loss_unchanged_while_patch_active",
     "tests/adapters/verl/test_patch.py::test_coefficient_mismatch_raises",
     "tests/adapters/verl/test_patch.py::test_patched_path_matches_verl_where_verl_expresses_it",
+    "tests/adapters/verl/test_patch.py::test_marker_ppo_loss_pads_the_log_probs_once",
 )
 """Tests (node-id prefixes) that assume verl 0.8+ and are deselected on 0.7.x: the '+' estimator
 names crash in 0.7 (``kl_penalty_forward`` gets the name with its '+'), and every test that
