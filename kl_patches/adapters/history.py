@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,16 @@ class History:
                 latest[change.key] = (since, change.value)
         return {key: value for key, (_, value) in sorted(latest.items())}
 
+    def latest(self, key: str, release: str) -> Change | None:
+        """The row that gives ``key`` its value in ``release`` (None when no row does)."""
+        target = Version(release)
+        found: Change | None = None
+        for change in self.changes:
+            newer = found is None or Version(change.since) >= Version(found.since)
+            if change.key == key and Version(change.since) <= target and newer:
+                found = change
+        return found
+
     def change_points(self, key_prefix: str = "") -> tuple[str, ...]:
         """Releases where some key with that prefix changes value."""
         points: list[str] = []
@@ -73,3 +83,22 @@ class History:
                 points.append(release)
             previous = current
         return tuple(points)
+
+
+def resolve_release(releases: tuple[str, ...], version: str, library: str, example: str) -> str:
+    """The release of ``releases`` (ascending) whose semantics ``version`` has: itself when
+    recorded, its public part for a local label (``0.1+vendored``), else the newest release not
+    after it, else the oldest. ValueError naming ``library`` and an ``example`` for text that is
+    not a PEP 440 version."""
+    try:
+        target = Version(version)
+    except InvalidVersion:
+        raise ValueError(
+            f"{library} version {version!r} is not a PEP 440 version (e.g. {example})"
+        ) from None
+    if version in releases:
+        return version
+    if target.local is not None and target.public in releases:
+        return target.public
+    older = [r for r in releases if Version(r) <= target]
+    return older[-1] if older else releases[0]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from kl_patches.adapters.history import Change
+from kl_patches.adapters.history import resolve_release
 
 from .fieldsets import CLASSES, TRAINING_ARGUMENTS, fields, known_fields
 from .history import HISTORY, RELEASES
@@ -137,33 +137,12 @@ def releases() -> tuple[str, ...]:
 def resolve(version: str) -> str:
     """The recorded release whose semantics ``version`` has (itself, else the newest not after
     it, else the oldest). ValueError for text that is not a PEP 440 version."""
-    try:
-        target = Version(version)
-    except InvalidVersion:
-        raise ValueError(
-            f"TRL version {version!r} is not a PEP 440 version (e.g. 0.18.0)"
-        ) from None
-    if version in RELEASES:
-        return version
-    if target.local is not None and target.public in RELEASES:  # 0.1+vendored: a copy of 0.1
-        return target.public
-    older = [r for r in RELEASES if Version(r) <= target]
-    return older[-1] if older else RELEASES[0]
-
-
-def _latest(key: str, release: str) -> Change | None:
-    target = Version(release)
-    found: Change | None = None
-    for change in HISTORY.changes:
-        newer = found is None or Version(change.since) >= Version(found.since)
-        if change.key == key and Version(change.since) <= target and newer:
-            found = change
-    return found
+    return resolve_release(RELEASES, version, "TRL", "0.18.0")
 
 
 def source_of(key: str, release: str) -> str:
     """``file:line (TRL SINCE)`` of the history row giving ``key`` its value in ``release``."""
-    change = _latest(key, release)
+    change = HISTORY.latest(key, release)
     return f"{change.source} (TRL {change.since})" if change is not None else ""
 
 

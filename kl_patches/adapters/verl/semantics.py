@@ -26,7 +26,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from kl_patches.adapters.history import Change
+from kl_patches.adapters.history import resolve_release
 
 from .history import HISTORY, RELEASES
 from .keysets import keys as config_keys
@@ -135,34 +135,13 @@ def resolve(version: str) -> str:
     """The recorded release whose semantics a version has: itself when recorded, else the
     newest recorded release not after it (the oldest for a version older than all of them).
     ValueError for text that is not a PEP 440 version."""
-    try:
-        target = Version(version)
-    except InvalidVersion:
-        raise ValueError(
-            f"verl version {version!r} is not a PEP 440 version (e.g. 0.4.1)"
-        ) from None
-    if version in RELEASES:
-        return version
-    if target.local is not None and target.public in RELEASES:  # 0.1+vendored: a copy of 0.1
-        return target.public
-    older = [r for r in RELEASES if Version(r) <= target]
-    return older[-1] if older else RELEASES[0]
-
-
-def _latest(key: str, release: str) -> Change | None:
-    target = Version(release)
-    found: Change | None = None
-    for change in HISTORY.changes:
-        newer = found is None or Version(change.since) >= Version(found.since)
-        if change.key == key and Version(change.since) <= target and newer:
-            found = change
-    return found
+    return resolve_release(RELEASES, version, "verl", "0.4.1")
 
 
 def source_of(key: str, release: str) -> str:
     """``file:line (verl SINCE)`` of the history row that gives ``key`` its value in
     ``release`` (empty when no row does)."""
-    change = _latest(key, release)
+    change = HISTORY.latest(key, release)
     return f"{change.source} (verl {change.since})" if change is not None else ""
 
 
