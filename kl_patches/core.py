@@ -274,8 +274,12 @@ def _token_grads(
     """The backward of :class:`_TokenTerms`: one multiplication by the saved factor."""
     if factor is None or not factor.numel():  # k1 without clamps: d k1 / d logp = 1 where valid
         g = _zero_invalid(grad.to(_work_dtype(*dtypes)), valid)
+    elif grad.dtype != factor.dtype:  # the converted copy is ours: multiplied in place
+        g = grad.to(factor.dtype).mul_(factor)
+        if estimator == "k3":
+            g.neg_()
     else:  # factor: k1 the clamps' mask, k2 delta, k3 exp(-delta) - 1; 0 where invalid
-        g = torch.mul(grad if grad.dtype == factor.dtype else grad.to(factor.dtype), factor)
+        g = torch.mul(grad, factor)
         if estimator == "k3":
             g.neg_()
     return (
