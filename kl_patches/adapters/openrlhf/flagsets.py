@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from packaging.version import Version
-
+from ..namesets import names_in
 from .history import RELEASES
 
 __all__ = ["MODULES", "RELEASES", "options"]
@@ -555,17 +554,6 @@ from each wheel's ``openrlhf/cli/train_ppo_ray.py``: the loop is at 0.10.2:447 a
 _ROWS = {"train_ppo_ray": _TRAIN_PPO_RAY + _LOOP_OPTIONS, "train_ppo": _TRAIN_PPO}
 
 
-def _expand(text: str) -> set[str]:
-    out: set[str] = set()
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parent, _, children = line.partition(":")
-        for child in children.split():
-            out.add(f"{parent}.{child}" if parent else child)
-    return out
-
-
 @cache
 def options(release: str, module: str = "train_ppo_ray") -> frozenset[str] | None:
     """Every ``--option`` (without the dashes) of ``openrlhf.cli.<module>`` in ``release``;
@@ -576,12 +564,5 @@ def options(release: str, module: str = "train_ppo_ray") -> frozenset[str] | Non
         raise ValueError(
             f"OpenRLHF release {release!r} is not recorded; choose one of {list(RELEASES)}"
         )
-    current: set[str] | None = None
-    for since, added, removed in sorted(_ROWS[module], key=lambda row: Version(row[0])):
-        if Version(since) > Version(release):
-            break
-        current = (current or set()) | _expand(added)
-        current -= _expand(removed)
-        if not current:
-            current = None
+    current = names_in(_ROWS[module], release)
     return frozenset(current) if current is not None else None

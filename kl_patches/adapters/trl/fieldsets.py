@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from packaging.version import Version
-
+from ..namesets import expand, names_in
 from .history import RELEASES
 
 __all__ = ["CLASSES", "RELEASES", "TRAINING_ARGUMENTS", "fields", "known_fields"]
@@ -744,18 +743,7 @@ _ROWS = {
 }
 
 
-def _expand(text: str) -> set[str]:
-    out: set[str] = set()
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parent, _, children = line.partition(":")
-        for child in children.split():
-            out.add(f"{parent}.{child}" if parent else child)
-    return out
-
-
-TRAINING_ARGUMENTS: frozenset[str] = frozenset(_expand(_TRAINING_ARGUMENTS))
+TRAINING_ARGUMENTS: frozenset[str] = frozenset(expand(_TRAINING_ARGUMENTS))
 """transformers ``TrainingArguments`` fields (union over the releases named above)."""
 
 
@@ -767,14 +755,7 @@ def fields(release: str, cls: str) -> frozenset[str] | None:
         raise ValueError(f"cls={cls!r} is not recorded; choose one of {list(CLASSES)}")
     if release not in RELEASES:
         raise ValueError(f"TRL release {release!r} is not recorded; choose one of {list(RELEASES)}")
-    current: set[str] | None = None
-    for since, added, removed in _ROWS[cls]:
-        if Version(since) > Version(release):
-            break
-        current = (current or set()) | _expand(added)
-        current -= _expand(removed)
-        if not current:
-            current = None
+    current = names_in(_ROWS[cls], release)
     return frozenset(current) if current is not None else None
 
 
@@ -784,5 +765,5 @@ def known_fields() -> frozenset[str]:
     out: set[str] = set()
     for rows in _ROWS.values():
         for _, added, _ in rows:
-            out |= _expand(added)
+            out |= expand(added)
     return frozenset(out)

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from packaging.version import Version
-
+from ..namesets import names_in
 from .history import RELEASES
 
 __all__ = ["CONFIGS", "RELEASES", "keys"]
@@ -1430,17 +1429,6 @@ data.continuous_token: enable model_family
 _ROWS = {"ppo_trainer": _PPO_TRAINER, "ppo_megatron_trainer": _PPO_MEGATRON_TRAINER}
 
 
-def _expand(text: str) -> set[str]:
-    out: set[str] = set()
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parent, _, children = line.partition(":")
-        for child in children.split():
-            out.add(f"{parent}.{child}" if parent else child)
-    return out
-
-
 @cache
 def keys(release: str, config: str = "ppo_trainer") -> frozenset[str]:
     """Every key path of ``config`` composed in ``release`` (one of :data:`RELEASES`).
@@ -1452,10 +1440,4 @@ def keys(release: str, config: str = "ppo_trainer") -> frozenset[str]:
         raise ValueError(
             f"verl release {release!r} is not recorded; choose one of {list(RELEASES)}"
         )
-    current: set[str] = set()
-    for since, added, removed in _ROWS[config]:
-        if Version(since) > Version(release):
-            break
-        current |= _expand(added)
-        current -= _expand(removed)
-    return frozenset(current)
+    return frozenset(names_in(_ROWS[config], release) or ())
