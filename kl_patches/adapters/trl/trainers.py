@@ -23,8 +23,11 @@ from .versions import SUPPORT
 guard()
 
 
-class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
-    """TRL's GRPOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
+class _KLTrainer(hooks.KLTrainerMixin):
+    """What both trainers add to TRL's: the ``kl`` and ``kl_full_monitor`` arguments and the
+    hooks they share. ``_kl_kind`` names the TRL trainer (``"GRPO"`` or ``"RLOO"``)."""
+
+    _kl_kind: str
 
     def __init__(
         self,
@@ -36,12 +39,14 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
         kl_full_monitor: bool = False,
         **kwargs: Any,
     ) -> None:
-        foreign.check_subclass(type(self), GRPOTrainer, HOOKED, force=SUPPORT.forced())
+        kind = self._kl_kind
+        public = GRPOTrainer if kind == "GRPO" else RLOOTrainer
+        foreign.check_subclass(type(self), public, HOOKED, force=SUPPORT.forced())
         config = KLConfig.coerce(kl)
         hooks.init_state(self, config, kl_full_monitor)
-        args = hooks.prepare_args("GRPO", model, args, config)
-        super().__init__(model, reward_funcs, args, *more, **kwargs)
-        hooks.after_init(self, "GRPO")
+        args = hooks.prepare_args(kind, model, args, config)
+        super().__init__(model, reward_funcs, args, *more, **kwargs)  # type: ignore[call-arg]
+        hooks.after_init(self, kind)
 
     @property
     def kl_config(self) -> KLConfig:
@@ -49,10 +54,29 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
         return self._kl_config
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
+        return hooks.get_logps(
+            self,
+            super()._get_per_token_logps_and_entropies,  # type: ignore[misc]
+            args,
+            kwargs,
+        )
 
     def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.calculate_rewards(self, super()._calculate_rewards, args, kwargs)
+        return hooks.calculate_rewards(
+            self,
+            super()._calculate_rewards,  # type: ignore[misc]
+            args,
+            kwargs,
+        )
+
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        return hooks.training_step(self, super().training_step, args, kwargs)  # type: ignore[misc]
+
+
+class GRPOTrainer(_KLTrainer, trl.GRPOTrainer):  # type: ignore[misc]
+    """TRL's GRPOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
+
+    _kl_kind = "GRPO"
 
     def _generate_and_score_completions(self, inputs: Any) -> Any:
         return hooks.grpo_generate_and_score(self, super()._generate_and_score_completions, inputs)
@@ -60,46 +84,14 @@ class GRPOTrainer(hooks.KLTrainerMixin, trl.GRPOTrainer):  # type: ignore[misc]
     def _compute_loss(self, model: Any, inputs: Any) -> Any:
         return hooks.grpo_compute_loss(self, super()._compute_loss, model, inputs)
 
-    def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.training_step(self, super().training_step, args, kwargs)
 
-
-class RLOOTrainer(hooks.KLTrainerMixin, trl.RLOOTrainer):  # type: ignore[misc]
+class RLOOTrainer(_KLTrainer, trl.RLOOTrainer):  # type: ignore[misc]
     """TRL's RLOOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
 
-    def __init__(
-        self,
-        model: Any,
-        reward_funcs: Any = None,
-        args: Any = None,
-        *more: Any,
-        kl: KLConfig | str | dict[str, Any] | None = None,
-        kl_full_monitor: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        foreign.check_subclass(type(self), RLOOTrainer, HOOKED, force=SUPPORT.forced())
-        config = KLConfig.coerce(kl)
-        hooks.init_state(self, config, kl_full_monitor)
-        args = hooks.prepare_args("RLOO", model, args, config)
-        super().__init__(model, reward_funcs, args, *more, **kwargs)
-        hooks.after_init(self, "RLOO")
-
-    @property
-    def kl_config(self) -> KLConfig:
-        """The KL regulariser this trainer runs."""
-        return self._kl_config
-
-    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.get_logps(self, super()._get_per_token_logps_and_entropies, args, kwargs)
-
-    def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.calculate_rewards(self, super()._calculate_rewards, args, kwargs)
+    _kl_kind = "RLOO"
 
     def _generate_and_score_completions(self, inputs: Any) -> Any:
         return hooks.rloo_generate_and_score(self, super()._generate_and_score_completions, inputs)
 
     def _compute_loss(self, model: Any, inputs: Any) -> Any:
         return hooks.rloo_compute_loss(self, super()._compute_loss, model, inputs)
-
-    def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        return hooks.training_step(self, super().training_step, args, kwargs)
