@@ -2,6 +2,7 @@
 
 Usage (any venv with torch; run it in a library's venv to compare with that library):
     python benchmarks/bench_core.py [--lib verl|openrlhf|trl|none] [--json] [--pairs 201]
+        [--calls 10]
         [--dtypes float32,bfloat16] [--clock cpu|wall]
     python benchmarks/bench_core.py --full-kl [--vocab 32000] [--tokens 4096] [--chunk 1024]
         [--grad no|yes|both]
@@ -16,7 +17,9 @@ library's own function, imported from the installed wheel:
   * TRL: no function exists; the k3 expression assigned to ``per_token_kl`` in
     ``GRPOTrainer._compute_loss`` is read from the installed source and evaluated as is.
 Timing: ``--pairs`` interleaved pairs (native and core back to back, the order alternating
-from pair to pair, after warm-up calls); each pair gives one ratio core / native; reported:
+from pair to pair, after warm-up calls; each side of a pair is ``--calls`` consecutive calls,
+since one call of a fraction of a millisecond is shorter than the noise of a shared machine);
+each pair gives one ratio core / native; reported:
 the median time of each side and the median ratio with its min-max over the pairs. The clock
 is the thread's CPU time by default (``--clock cpu``: with one torch thread all the work runs
 on the calling thread, so time the scheduler gives to other processes of a shared machine does
@@ -69,10 +72,16 @@ CLOCKS: dict[str, Callable[[], int]] = {"cpu": time.thread_time_ns, "wall": time
 
 
 def paired_times(
-    native: Callable[[], object], ours: Callable[[], object], pairs: int, clock: str = "cpu"
+    native: Callable[[], object],
+    ours: Callable[[], object],
+    pairs: int,
+    clock: str = "cpu",
+    calls: int = 1,
 ) -> dict[str, float]:
-    """Interleaved pairs: median seconds of each side and the median, min and max over the
-    pairs of the per-pair ratio ours / native (the order inside a pair alternates)."""
+    """Interleaved pairs: median seconds per call of each side and the median, min and max over
+    the pairs of the per-pair ratio ours / native (the order inside a pair alternates). Each
+    side of a pair is timed over ``calls`` consecutive calls (a sample shorter than the clock's
+    and the scheduler's granularity is mostly noise)."""
     now = CLOCKS[clock]
     for _ in range(3):
         native()
@@ -83,8 +92,9 @@ def paired_times(
         order = ((native, t_native), (ours, t_ours))
         for fn, out in order if i % 2 == 0 else order[::-1]:
             start = now()
-            fn()
-            out.append((now() - start) * 1e-9)
+            for _ in range(calls):
+                fn()
+            out.append((now() - start) * 1e-9 / calls)
     ratios = [o / n for o, n in zip(t_ours, t_native, strict=True)]
     return {
         "native": statistics.median(t_native),
@@ -95,16 +105,20 @@ def paired_times(
     }
 
 
-def median_time(fn: Callable[[], object], repeats: int, clock: str = "cpu") -> float:
-    """Median seconds of ``fn`` over ``repeats`` calls (after warm-up calls)."""
+def median_time(
+    fn: Callable[[], object], repeats: int, clock: str = "cpu", calls: int = 1
+) -> float:
+    """Median seconds per call of ``fn`` over ``repeats`` samples of ``calls`` calls each
+    (after warm-up calls)."""
     now = CLOCKS[clock]
     for _ in range(3):
         fn()
     times = []
     for _ in range(repeats):
         start = now()
-        fn()
-        times.append((now() - start) * 1e-9)
+        for _ in range(calls):
+            fn()
+        times.append((now() - start) * 1e-9 / calls)
     return statistics.median(times)
 
 
@@ -190,16 +204,18 @@ def estimator_rows(
     pairs: int,
     dtypes: tuple[torch.dtype, ...] = (torch.float32,),
     clock: str = "cpu",
+    calls: int = 1,
 ) -> list[dict[str, object]]:
-    """Forward and forward+backward time of core vs the library's own function, per dtype."""
+    """Forward and forward+backward time of core vs the library's own function, per dtype
+    (``calls`` calls per timed sample)."""
     rows: list[dict[str, object]] = []
     for dtype in dtypes:
-        rows += _estimator_rows(lib, batch, length, pairs, dtype, clock)
+        rows += _estimator_rows(lib, batch, length, pairs, dtype, clock, calls)
     return rows
 
 
 def _estimator_rows(
-    lib: str, batch: int, length: int, pairs: int, dtype: torch.dtype, clock: str
+    lib: str, batch: int, length: int, pairs: int, dtype: torch.dtype, clock: str, calls: int
 ) -> list[dict[str, object]]:
     base, ref, mask = _inputs(batch, length, dtype)
     dname = str(dtype).removeprefix("torch.")
@@ -225,8 +241,8 @@ def _estimator_rows(
     if lib != "none":
         desc, lib_fn, cfg = library_function(lib)
         core_fn: Fn = lambda lp, rl: core.kl_terms(lp, rl, mask, cfg)  # noqa: E731
-        fwd = paired_times(forward(lib_fn), forward(core_fn), pairs, clock)
-        bwd = paired_times(forward_backward(lib_fn), forward_backward(core_fn), pairs, clock)
+        fwd = paired_times(forward(lib_fn), forward(core_fn), pairs, clock, calls)
+        bwd = paired_times(forward_backward(lib_fn), forward_backward(core_fn), pairs, clock, calls)
         with torch.no_grad():
             diff = (lib_fn(base, ref).double() - core_fn(base, ref).double())[mask].abs().max()
         rows.append(
@@ -253,6 +269,7 @@ def _estimator_rows(
                 "max_abs_diff": float(diff),
                 "max_err_vs_float64": _float64_error(core_fn, cfg, base, ref, mask),
                 "pairs": pairs,
+                "calls_per_sample": calls,
                 "clock": clock,
             }
         )
@@ -263,15 +280,15 @@ def _estimator_rows(
         {
             **common,
             "function": f"core.reward_penalty(k1, sequence){tag}",
-            "forward_ms": 1e3 * median_time(forward(penalty), pairs, clock),
+            "forward_ms": 1e3 * median_time(forward(penalty), pairs, clock, calls),
         }
     )
     rows.append(
         {
             **common,
             "function": f"core.loss_term(k3, sum){tag}",
-            "forward_ms": 1e3 * median_time(forward(loss), pairs, clock),
-            "fwd_bwd_ms": 1e3 * median_time(forward_backward(loss), pairs, clock),
+            "forward_ms": 1e3 * median_time(forward(loss), pairs, clock, calls),
+            "fwd_bwd_ms": 1e3 * median_time(forward_backward(loss), pairs, clock, calls),
         }
     )
     return rows
@@ -342,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--length", type=int, default=2048)
     p.add_argument("--pairs", type=int, default=201, help="interleaved pairs (median, min-max)")
+    p.add_argument("--calls", type=int, default=10, help="calls per timed sample")
     p.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated dtypes")
     p.add_argument("--clock", default="cpu", choices=sorted(CLOCKS), help="thread CPU or wall")
     p.add_argument(
@@ -367,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for grad in modes for r in full_kl_rows(a.tokens, a.vocab, a.chunk, grad)]
     else:
         dtypes = tuple(getattr(torch, name.strip()) for name in a.dtypes.split(",") if name)
-        rows = estimator_rows(a.lib, a.batch, a.length, a.pairs, dtypes, a.clock)
+        rows = estimator_rows(a.lib, a.batch, a.length, a.pairs, dtypes, a.clock, a.calls)
     if a.json:
         for row in rows:
             print(json.dumps(row))

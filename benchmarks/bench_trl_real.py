@@ -1,7 +1,7 @@
 """Step time and peak memory of the kl-patches GRPO trainer on a real-sized model, against native.
 
-Usage (the TRL venv, CPU; about 30-40 minutes with the defaults on a 2-core machine):
-    python benchmarks/bench_trl_real.py [--rounds 2] [--completion-length 512] [--threads 2]
+Usage (the TRL venv, CPU; about 30 minutes with the defaults on a quiet 2-core machine):
+    python benchmarks/bench_trl_real.py [--rounds 4] [--completion-length 512] [--threads 2]
     python benchmarks/bench_trl_real.py --layers 2 --rounds 1   # a quick smoke run
 
 The model has the published shape of a 0.5B Qwen2-family model (Qwen2.5-0.5B: vocabulary
@@ -24,8 +24,10 @@ native-equivalent k3-in-loss; patched none; patched k1-in-reward (coef=0.04; TRL
 old log-probs on-policy, so its penalty is deferred to the loss forward); the same with the
 deferral switched off, i.e. one extra no-grad policy forward (the implementation before issue
 16); patched k3-in-both. Time: each round runs every configuration once, in a shuffled order,
-after one untimed warm-up round of short steps; ratios are per round (the configurations of
-a round ran within minutes of each other), reported as the median and min-max over rounds,
+after one untimed warm-up round of short steps and one untimed full-length step (the
+allocator then holds buffers of the timed size before the first timed step); ratios are per
+round (the configurations of a round ran within minutes of each other), reported as the
+median and min-max over rounds,
 for the wall time and for the process CPU time (user + system, all threads; idle OpenMP
 threads sleep): on a machine shared with other jobs the wall time of one step swings by
 several times with their load, its CPU time far less, so the CPU-time ratio is the figure.
@@ -368,7 +370,7 @@ def step(runner: Runner, inputs: list[dict[str, str]], measure: bool) -> None:
 def main() -> int:
     """Build, warm up, run the rounds, check the forward counts, print the report."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2, help="timed rounds (each config once)")
+    parser.add_argument("--rounds", type=int, default=4, help="timed rounds (each config once)")
     parser.add_argument("--prompts", type=int, default=2, help="groups per batch")
     parser.add_argument("--generations", type=int, default=2, help="completions per group")
     parser.add_argument("--prompt-length", type=int, default=16)
@@ -409,6 +411,8 @@ def main() -> int:
         ROLLOUT_SEED[0] = 10_000
         step(runner, inputs, measure=False)
         set_length(runner, a.completion_length, a)
+    ROLLOUT_SEED[0] = 10_001
+    step(runners[0], inputs, measure=False)  # full length, once
     shuffler = random.Random(a.seed)
     order = list(range(len(runners)))
     for r in range(a.rounds):

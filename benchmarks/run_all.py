@@ -12,9 +12,9 @@ library's own function) and each adapter benchmark of that library (``bench_<lib
 in this interpreter. Prints one summary table and writes everything to ``--out`` as Markdown.
 A library without a venv, or a benchmark that fails, is reported as such, never dropped.
 
-The slow benchmarks (:data:`SLOW`: the real-sized TRL model, 30-40 minutes) run only with
-``--slow``; without it their section of the previous ``--out`` is carried over verbatim (it
-carries its own date) and the runs table says so.
+The slow benchmarks (:data:`SLOW`: the real-sized TRL model, about 30 minutes on a quiet
+2-core machine) run only with ``--slow``; without it their section of the previous ``--out``
+is carried over verbatim (it carries its own date) and the runs table says so.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"| {lib} | {name} | {st} | {secs:.0f} |" for lib, name, st, secs in status],
         "",
         "## Core vs each library's own KL function (B=64, T=2048, 1 thread; medians of "
-        "interleaved pairs, ratio median (min-max); see bench_core.py)",
+        "interleaved pairs of 10-call samples, ratio median (min-max); see bench_core.py)",
         "",
         "| library | function | forward ms | fwd+bwd ms | core / native fwd | core / native "
         "fwd+bwd | max abs diff | max err vs float64 |",
