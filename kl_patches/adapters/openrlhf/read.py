@@ -24,6 +24,7 @@ from .translate import (
     FLAGS,
     Flag,
     config_from_settings,
+    convert_value,
     is_off_policy,
     to_args,
     updates_per_rollout,
@@ -217,19 +218,9 @@ def _canonical(name: str, known: frozenset[str] | None) -> tuple[str | None, str
 
 
 def _convert(flag: Flag, name: str, values: list[str], choices: tuple[str, ...]) -> object:
-    try:
-        if flag.kind == "float":
-            return float(values[0])
-        if flag.kind == "optional_float":
-            return None if values[0].lower() == "none" else float(values[0])
-        if flag.kind == "int":
-            return int(values[0])
-        if flag.kind == "pair":
-            return (float(values[0]), float(values[1]))
-    except (ValueError, IndexError) as exc:
-        raise ValueError(f"--{name}: cannot read value(s) {values!r} as {flag.kind}") from exc
-    value = values[0]
-    if choices and value not in choices:
+    """translate's conversion, with the release's choices and argparse's wording for them."""
+    value = convert_value(flag, name, values)
+    if flag.kind == "str" and choices and value not in choices:
         raise ValueError(
             f"argument --{name}: invalid choice: {value!r} (choose from {', '.join(choices)})"
         )

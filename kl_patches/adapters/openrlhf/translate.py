@@ -94,7 +94,9 @@ KL_FLAGS = (
 """The flags ``to_args`` writes (the launcher refuses conflicting user values for them)."""
 
 
-def _convert(flag: Flag, name: str, values: list[str]) -> object:
+def convert_value(flag: Flag, name: str, values: list[str]) -> object:
+    """``values`` read as ``flag.kind`` (float, optional float, int, pair); the first value as
+    given for a string flag. ValueError naming the flag when they do not read as that kind."""
     try:
         if flag.kind == "float":
             return float(values[0])
@@ -106,8 +108,12 @@ def _convert(flag: Flag, name: str, values: list[str]) -> object:
             return (float(values[0]), float(values[1]))
     except (ValueError, IndexError) as exc:
         raise ValueError(f"--{name}: cannot read value(s) {values!r} as {flag.kind}") from exc
-    value = values[0]
-    if flag.choices and value not in flag.choices:
+    return values[0]
+
+
+def _convert(flag: Flag, name: str, values: list[str]) -> object:
+    value = convert_value(flag, name, values)
+    if flag.kind == "str" and flag.choices and value not in flag.choices:
         raise ValueError(f"--{name}={value!r} is not valid; choose one of {list(flag.choices)}")
     return value
 
