@@ -298,7 +298,7 @@ def _apply_kl_penalty(
         )
     spec = _require_active()
     offpolicy.refuse_in_reward(spec.config)
-    cfg = spec.config.replace(coef=float(kl_ctrl.value), loss_coef=None)
+    cfg = _reward_config(spec.config, float(kl_ctrl.value))
     if cfg.placement == "loss":
         raise ValueError(
             f"algorithm.kl_penalty={MARKER!r} but the kl-patches config {spec.config} has no "
@@ -308,12 +308,13 @@ def _apply_kl_penalty(
     valid = mask.bool()  # the core's mask != 0, converted once (and .bool() is faster on CPU)
     old, ref = data.batch["old_log_probs"].detach(), data.batch["ref_log_prob"].detach()
     scores = data.batch["token_level_scores"]
-    if cfg.granularity == "token":
+    token_rewards = cfg.granularity == "token" and not spec.kl_outside_std
+    if token_rewards:
         terms = core.kl_terms(old, ref, valid, cfg)
         seq_kl = terms.sum(-1)  # core.sequence_kl at token granularity
-    else:
+    else:  # only the sequence values: one [B, T] reduction fewer than summing kl_terms
         seq_kl = core.sequence_kl(old, ref, valid, cfg)
-    if cfg.granularity == "token" and not spec.kl_outside_std:
+    if token_rewards:
         data.batch["token_level_rewards"] = scores - cfg.coef * terms
     else:
         if cfg.reward_shape == "sequence" and cfg.importance_weighting != "sequence":
@@ -337,26 +338,65 @@ def _apply_kl_penalty(
     return data, metrics
 
 
+@functools.lru_cache(maxsize=64)
+def _reward_config(config: KLConfig, coef: float) -> KLConfig:
+    """``config`` with the controller's ``coef`` and no loss coefficient (memoised: a fixed
+    controller asks for the same one every step, and building a validated config costs more
+    than the reward arithmetic of a small batch)."""
+    return config.replace(coef=coef, loss_coef=None)
+
+
 def _float_mask(mask: torch.Tensor) -> torch.Tensor:
     """The 0/1 ``mask`` as float32 (or float64); no copy when it already is one."""
     return mask if mask.dtype in (torch.float32, torch.float64) else mask.to(torch.float32)
+
+
+@functools.lru_cache(maxsize=16)
+def _positions(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """1, 2, ..., ``length`` (cached: one per response length; never written to)."""
+    return torch.arange(1, length + 1, dtype=dtype, device=device)
+
+
+_EXACT_SUMS = 2**24
+"""float32 adds integers exactly while every partial sum stays below this."""
 
 
 def _last_positions(
     mask: torch.Tensor, buffer: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(index ``[B, 1]`` of each row's last valid position, ``[B, 1]`` whether the row has
-    one) for a 0/1 ``mask``, from the largest of (position + 1) * mask (exact in float32 below
-    2**24 positions; ``amax``, as ``argmax`` is 10x slower on CPU); 0 on a row without. The
-    product is written into ``buffer`` when given (a ``[B, T]`` tensor of the mask's float
-    dtype the caller overwrites next: one fresh ``[B, T]`` allocation fewer)."""
+    one) for a 0/1 ``mask``; 0 on a row without.
+
+    Right-padded rows (verl's single-turn response masks) are recognised from two read-only
+    passes: a row of n valid tokens is the prefix 0..n-1 exactly when the sum of its
+    (2 * position + 1) * mask is n * n (any other n distinct positions sum to more), and then
+    its last valid index is n - 1. Otherwise (multi-turn masks with holes) it is the largest
+    (position + 1) * mask (``amax``; ``argmax`` is 10x slower on CPU), written into ``buffer``
+    when given (a ``[B, T]`` tensor of the mask's float dtype that the caller overwrites next).
+    Every count and sum is an integer below 2**24 (float32; the prefix test is skipped where
+    it could exceed that), so the float arithmetic is exact.
+    """
     weights = _float_mask(mask)
-    positions = torch.arange(1, mask.shape[-1] + 1, dtype=weights.dtype, device=mask.device)
+    length = mask.shape[-1]
+    if weights.dtype == torch.float64 or length * length < _EXACT_SUMS:
+        counts = weights.sum(-1)
+        if torch.equal(
+            weights @ _odd_numbers(length, weights.dtype, weights.device), counts * counts
+        ):
+            counts = counts.unsqueeze(-1)
+            return (counts.long() - 1).clamp_(min=0), counts > 0
+    positions = _positions(length, weights.dtype, weights.device)
     product = (
         torch.mul(weights, positions, out=buffer) if buffer is not None else weights * positions
     )
     top = product.amax(-1, keepdim=True)
     return (top.long() - 1).clamp_(min=0), top > 0
+
+
+@functools.lru_cache(maxsize=16)
+def _odd_numbers(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """1, 3, ..., 2 * ``length`` - 1: 2 * position + 1 (cached; never written to)."""
+    return torch.arange(1, 2 * length, 2, dtype=dtype, device=device)
 
 
 def _check_row_values(values: torch.Tensor, mask: torch.Tensor) -> None:
@@ -378,8 +418,11 @@ def _minus_on_last_token(
     same = out.dtype == _float_mask(mask).dtype and out.device == mask.device
     index, has = _last_positions(mask, out if same else None)
     out.copy_(rewards)
-    minus = values.to(device=out.device, dtype=dtype).neg().unsqueeze(-1)
-    return out.scatter_add_(1, index.to(out.device), torch.where(has.to(out.device), minus, -0.0))
+    if values.dtype != dtype or values.device != out.device:
+        values = values.to(device=out.device, dtype=dtype)
+    if not same:
+        index, has = index.to(out.device), has.to(out.device)
+    return out.scatter_add_(1, index, torch.where(has, values.unsqueeze(-1).neg(), -0.0))
 
 
 def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Tensor:
@@ -397,9 +440,9 @@ def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Te
     keys = index.tolist() if isinstance(index, np.ndarray) else list(index)
     n = len(keys)
     if group > 1 and n % group == 0 and n == values.shape[0]:
-        # a Python pass over B strings: faster here than numpy's object-array comparison
-        distinct = len(set(keys[::group])) == n // group
-        if distinct and all(keys[i] == keys[i - i % group] for i in range(n)):
+        # list comparisons in C: faster here than numpy's object-array comparison
+        firsts = keys[::group]
+        if len(set(firsts)) == len(firsts) and keys == [k for k in firsts for _ in range(group)]:
             rows = values.view(-1, group)
             return (rows - rows.mean(1, keepdim=True)).view(-1)
     ids: dict[Any, int] = {}
@@ -435,9 +478,9 @@ def _compute_advantage(
         "norm_adv_by_std_in_grpo": norm_adv_by_std_in_grpo,
         "config": config,
     }
-    if PENALTY_KEY not in data.batch.keys():  # noqa: SIM118 - TensorDict membership
+    penalty = data.batch.pop(PENALTY_KEY, None)  # [B]: the sequence penalty
+    if penalty is None:
         return original(data, adv_estimator, **kwargs)
-    penalty = data.batch.pop(PENALTY_KEY)  # [B]: the sequence penalty
     mask = data.batch["response_mask"]
     if str(getattr(adv_estimator, "value", adv_estimator)) != "grpo" or not norm_adv_by_std_in_grpo:
         rewards = data.batch["token_level_rewards"]
@@ -445,13 +488,14 @@ def _compute_advantage(
         return original(data, adv_estimator, **kwargs)
     data = original(data, adv_estimator, **kwargs)
     uid = data.non_tensor_batch["uid"]
-    centred = _group_centred(-penalty, uid, int(num_repeat)).unsqueeze(-1)
+    centred = _group_centred(penalty, uid, int(num_repeat)).view(-1, 1)
     # in place: verl's GRPO has just made these tensors (no one else holds them) and returns one
-    # tensor as both advantages and returns: one pass, no fresh [B, T] buffer
+    # tensor as both advantages and returns: one pass, no fresh [B, T] buffer; value=-1
+    # subtracts the centred penalty (-(x * m) has the bits of (-x) * m)
     advantages, returns = data.batch["advantages"], data.batch["returns"]
-    advantages.addcmul_(centred, mask)
+    advantages.addcmul_(centred, mask, value=-1)
     if returns is not advantages:
-        returns.addcmul_(centred, mask)
+        returns.addcmul_(centred, mask, value=-1)
     rewards = data.batch["token_level_rewards"]
     data.batch["token_level_rewards"] = _minus_on_last_token(rewards, penalty, mask)
     return data

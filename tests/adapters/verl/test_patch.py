@@ -292,6 +292,31 @@ def test_last_token_subtraction_equals_core_placement(which: int) -> None:
         patch._minus_on_last_token(rewards, values[:2], mask)
 
 
+def _last_valid_brute_force(mask: torch.Tensor) -> tuple[list[int], list[bool]]:
+    rows = [[j for j, m in enumerate(row) if m != 0] for row in mask.tolist()]
+    return [r[-1] if r else 0 for r in rows], [bool(r) for r in rows]
+
+
+@pytest.mark.parametrize("length", [6, 4097], ids=["prefix-test", "beyond-exact-float32-sums"])
+@pytest.mark.parametrize("holes", [False, True], ids=["right-padded", "with-holes"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.long, torch.float64])
+def test_last_positions_equal_a_brute_force_search(
+    length: int, holes: bool, dtype: torch.dtype
+) -> None:
+    """Right-padded rows take the count-based path (its test must not pass a row with a hole,
+    e.g. 0 1 1, whose count is also 2); any hole, or sums past float32's exact integers, the
+    search."""
+    lengths = torch.tensor([length, 0, 1, length // 2, 2])
+    mask = torch.arange(length).unsqueeze(0) < lengths.unsqueeze(1)
+    if holes:
+        mask[4] = False
+        mask[4, 1:3] = True  # 0 1 1 0 ...: two valid tokens, the last at 2, not 1
+    index, has = patch._last_positions(mask.to(dtype))
+    expected_index, expected_has = _last_valid_brute_force(mask)
+    assert index.view(-1).tolist() == expected_index and has.view(-1).tolist() == expected_has
+    assert index.shape == has.shape == (5, 1) and index.dtype == torch.long
+
+
 def test_group_centring_equals_verl_grpo_without_std() -> None:
     """Uneven, interleaved groups and a group of one: verl's own loop is the reference."""
     import numpy as np
