@@ -1,8 +1,10 @@
 """Step time and peak memory of the kl-patches GRPO trainer on a real-sized model, against native.
 
-Usage (the TRL venv, CPU; about 30 minutes with the defaults on a quiet 2-core machine):
-    python benchmarks/bench_trl_real.py [--rounds 4] [--completion-length 512] [--threads 2]
-    python benchmarks/bench_trl_real.py --layers 2 --rounds 1   # a quick smoke run
+Usage (the TRL venv, CPU; about 40 minutes with the defaults on a quiet 2-core machine):
+    python benchmarks/bench_trl_real.py [--rounds 4] [--attribution-rounds 30]
+                                        [--completion-length 512] [--threads 2]
+    python benchmarks/bench_trl_real.py --layers 1 --rounds 1 --attribution-rounds 3
+                                        --completion-length 32   # a quick smoke run
 
 The model has the published shape of a 0.5B Qwen2-family model (Qwen2.5-0.5B: vocabulary
 151,936, 24 layers, width 896, MLP 4,864, 14 query / 2 key-value heads, tied embeddings),
@@ -19,7 +21,9 @@ completions of exactly ``--completion-length`` tokens (CPU sampling from a 0.5B 
 take longer than the training step; in real runs a vLLM engine samples). Leaving it out makes
 every ratio below an upper bound of the overhead as a share of a real step.
 
-Configurations: native TRL k3-in-loss (beta=0.04); the patched trainer running the
+Configurations: native TRL k3-in-loss (beta=0.04); a second native trainer of the same
+configuration (the A/A control: its ratio to native is what this machine's noise alone gives,
+the floor under which no ratio here means anything); the patched trainer running the
 native-equivalent k3-in-loss; patched none; patched k1-in-reward (coef=0.04; TRL computes no
 old log-probs on-policy, so its penalty is deferred to the loss forward); the same with the
 deferral switched off, i.e. one extra no-grad policy forward (the implementation before issue
@@ -31,6 +35,18 @@ median and min-max over rounds,
 for the wall time and for the process CPU time (user + system, all threads; idle OpenMP
 threads sleep): on a machine shared with other jobs the wall time of one step swings by
 several times with their load, its CPU time far less, so the CPU-time ratio is the figure.
+Attribution (``--attribution-rounds``, default 30, run first): one real-sized step takes about
+a minute of CPU time here and the same work measured twice differs by 10% or more, so a 1-2%
+target cannot be resolved from a few real-sized rounds. Where a configuration runs exactly
+native's forwards (counted at every step), the model's work is the same in both, and what
+differs is the code around the model (TRL's and the adapter's, on the same [B, T] tensors),
+which does not grow with the model. The same trainers, batch and lengths therefore run again
+on a Qwen2 of one small layer and a small vocabulary, where a step takes a fraction of a
+second and many rounds fit: the extra CPU time per step against native (median and min-max
+over rounds, with the A/A control beside it), divided by the real-sized native step, is the
+real-sized ratio it implies. Configurations with other forwards than native get no implied
+ratio (their model work differs).
+
 Memory: the peak resident set size above the size before the step (sampled every 5 ms; freed
 heap handed back with malloc_trim first), median over rounds. Forwards per step are counted
 (the adapter's counters; a counting wrapper for native TRL) and must be what each path says.
@@ -109,6 +125,7 @@ def configs() -> list[Config]:
     one_each = {"policy": 1, "reference": 1}
     return [
         Config("native k3-in-loss (beta=0.04)", False, None, BETA, one_each),
+        Config(AA_CONTROL, False, None, BETA, one_each),
         Config("patched k3-in-loss, native-equivalent", True, native_eq, 0.0, one_each),
         Config("patched none", True, "none", 0.0, {"policy": 1}),
         Config("patched k1-in-reward (coef=0.04)", True, KLConfig(coef=BETA), 0.0, one_each),
@@ -130,7 +147,11 @@ def configs() -> list[Config]:
     ]
 
 
+AA_CONTROL = "native k3-in-loss again (A/A control)"
+"""A second native trainer of the same configuration: its ratio to native is the noise floor."""
+
 RATIOS = (
+    (AA_CONTROL, None),
     ("patched k3-in-loss, native-equivalent", 1.01),
     ("patched k1-in-reward (coef=0.04)", 1.02),
     ("patched k1-in-reward, extra forward (before)", None),
@@ -155,14 +176,15 @@ def build_tokenizer(vocab_size: int) -> Any:
     )
 
 
-def build_model_dir(path: Path, layers: int) -> Path:
-    """Save the random-init model (and its tokenizer) once; TRL reads the config from it."""
+def build_model_dir(path: Path, shape: dict[str, Any]) -> Path:
+    """Save the random-init model of ``shape`` (and its tokenizer) once; TRL reads the config
+    from it."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tokenizer = build_tokenizer(QWEN2_0_5B["vocab_size"])
+    tokenizer = build_tokenizer(shape["vocab_size"])
     config = Qwen2Config(
-        **{**QWEN2_0_5B, "num_hidden_layers": layers},
+        **shape,
         pad_token_id=0,
         eos_token_id=1,
         bos_token_id=None,
@@ -234,7 +256,7 @@ def _native_counter(trainer: Any) -> Callable[[], dict[str, int]]:
 
 
 def build_runner(
-    config: Config, policy: Any, ref: Any, model_dir: Path, out: Path, a: argparse.Namespace
+    config: Config, policy: Any, ref: Any, vocab: int, out: Path, a: argparse.Namespace
 ) -> Runner:
     """The trainer of ``config`` on the shared policy and reference models."""
     import torch
@@ -266,10 +288,8 @@ def build_runner(
     kwargs: dict[str, Any] = {
         "args": args,
         "train_dataset": _dataset(a.prompts),
-        "processing_class": build_tokenizer(QWEN2_0_5B["vocab_size"]),
-        "rollout_func": make_rollout(
-            a.prompt_length, a.completion_length, QWEN2_0_5B["vocab_size"]
-        ),
+        "processing_class": build_tokenizer(vocab),
+        "rollout_func": make_rollout(a.prompt_length, a.completion_length, vocab),
     }
     original = grpo_module.create_model_from_path
     grpo_module.create_model_from_path = lambda *_, **__: ref  # share the reference model
@@ -367,10 +387,93 @@ def step(runner: Runner, inputs: list[dict[str, str]], measure: bool) -> None:
 
 
 # ------------------------------------------------------------------------------ main
+SMALL = {
+    **QWEN2_0_5B,
+    "vocab_size": 1024,
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
+"""The attribution model: Qwen2 code with one small layer and a small vocabulary."""
+
+
+@dataclass
+class Measured:
+    """The runners of one model after their rounds."""
+
+    runners: list[Runner]
+    n_params: int
+    shape: dict[str, Any]
+    seconds: float
+
+
+def measure(shape: dict[str, Any], rounds: int, a: argparse.Namespace, root: Path) -> Measured:
+    """Build policy and reference of ``shape``, one trainer per configuration, warm up, run
+    ``rounds`` shuffled rounds and check every step's forward counts."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    started = time.monotonic()
+    model_dir = build_model_dir(root / f"model-{shape['num_hidden_layers']}", shape)
+    ref = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in policy.parameters():  # a policy away from the reference: the KL is not 0
+            p.add_(1e-3 * torch.randn(p.shape, generator=gen))
+    ref.eval()
+    n_params = sum(p.numel() for p in policy.parameters())
+    vocab = shape["vocab_size"]
+    runners = [build_runner(c, policy, ref, vocab, root / "out", a) for c in configs()]
+    inputs = [{"prompt": f"p{i}"} for i in range(a.prompts) for _ in range(a.generations)]
+
+    # warm-up: every configuration once, short completions (allocator, first-call paths)
+    for runner in runners:
+        set_length(runner, a.warmup_length, a, vocab)
+        ROLLOUT_SEED[0] = 10_000
+        step(runner, inputs, measure=False)
+        set_length(runner, a.completion_length, a, vocab)
+    ROLLOUT_SEED[0] = 10_001
+    step(runners[0], inputs, measure=False)  # full length, once
+    shuffler = random.Random(a.seed)
+    order = list(range(len(runners)))
+    for r in range(rounds):
+        shuffler.shuffle(order)
+        for i in order:
+            ROLLOUT_SEED[0] = r
+            step(runners[i], inputs, measure=True)
+            print(
+                f"[{shape['num_hidden_layers']} layers, round {r}] {runners[i].config.name}: "
+                f"{runners[i].seconds[-1]:.2f} s, CPU {runners[i].cpu[-1]:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    for runner in runners:
+        for seen in runner.forwards:
+            if seen != runner.config.forwards:
+                raise RuntimeError(
+                    f"{runner.config.name}: forwards per step {seen}, expected "
+                    f"{runner.config.forwards}"
+                )
+    for runner in runners:  # free the trainers before the next model is built
+        runner.trainer = runner.optimizer = None
+    del policy, ref
+    _trim()
+    return Measured(runners, n_params, shape, time.monotonic() - started)
+
+
 def main() -> int:
-    """Build, warm up, run the rounds, check the forward counts, print the report."""
+    """Attribution run on the small model, then the real-sized run; print the report."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4, help="timed rounds (each config once)")
+    parser.add_argument(
+        "--attribution-rounds",
+        type=int,
+        default=30,
+        help="rounds on the small model that attributes the extra CPU time (0: none)",
+    )
     parser.add_argument("--prompts", type=int, default=2, help="groups per batch")
     parser.add_argument("--generations", type=int, default=2, help="completions per group")
     parser.add_argument("--prompt-length", type=int, default=16)
@@ -390,78 +493,43 @@ def main() -> int:
     started = time.monotonic()
     _no_defer_hook()
     root = Path(tempfile.mkdtemp(prefix="bench-trl-real-"))
-    model_dir = build_model_dir(root / "model", a.layers)
-    from transformers import AutoModelForCausalLM
-
-    ref = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in policy.parameters():  # a policy away from the reference: the KL is not 0
-            p.add_(1e-3 * torch.randn(p.shape, generator=gen))
-    ref.eval()
-    n_params = sum(p.numel() for p in policy.parameters())
-    runners = [build_runner(c, policy, ref, model_dir, root / "out", a) for c in configs()]
-    inputs = [{"prompt": f"p{i}"} for i in range(a.prompts) for _ in range(a.generations)]
-    setup = time.monotonic() - started
-
-    # warm-up: every configuration once, short completions (allocator, first-call paths)
-    for runner in runners:
-        set_length(runner, a.warmup_length, a)
-        ROLLOUT_SEED[0] = 10_000
-        step(runner, inputs, measure=False)
-        set_length(runner, a.completion_length, a)
-    ROLLOUT_SEED[0] = 10_001
-    step(runners[0], inputs, measure=False)  # full length, once
-    shuffler = random.Random(a.seed)
-    order = list(range(len(runners)))
-    for r in range(a.rounds):
-        shuffler.shuffle(order)
-        for i in order:
-            ROLLOUT_SEED[0] = r
-            step(runners[i], inputs, measure=True)
-            print(
-                f"[round {r}] {runners[i].config.name}: {runners[i].seconds[-1]:.1f} s, "
-                f"CPU {runners[i].cpu[-1]:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    for runner in runners:
-        for seen in runner.forwards:
-            if seen != runner.config.forwards:
-                raise RuntimeError(
-                    f"{runner.config.name}: forwards per step {seen}, expected "
-                    f"{runner.config.forwards}"
-                )
-    report(runners, a, n_params, setup, time.monotonic() - started, transformers, trl, torch)
+    small = measure(SMALL, a.attribution_rounds, a, root) if a.attribution_rounds else None
+    real = measure({**QWEN2_0_5B, "num_hidden_layers": a.layers}, a.rounds, a, root)
+    report(real, small, a, time.monotonic() - started, transformers, trl, torch)
     return 0
 
 
-def set_length(runner: Runner, length: int, a: argparse.Namespace) -> None:
+def set_length(runner: Runner, length: int, a: argparse.Namespace, vocab: int) -> None:
     """Make ``runner``'s rollouts ``length`` tokens long."""
     runner.trainer.max_completion_length = length
-    runner.trainer.rollout_func = make_rollout(a.prompt_length, length, QWEN2_0_5B["vocab_size"])
+    runner.trainer.rollout_func = make_rollout(a.prompt_length, length, vocab)
+
+
+def _ratios(runner: Runner, base: Runner) -> tuple[list[float], list[float]]:
+    """Per-round CPU-time and wall-time ratios of ``runner`` to ``base``."""
+    cpu = [x / y for x, y in zip(runner.cpu, base.cpu, strict=True)]
+    wall = [x / y for x, y in zip(runner.seconds, base.seconds, strict=True)]
+    return cpu, wall
 
 
 def report(
-    runners: list[Runner],
+    real: Measured,
+    small: Measured | None,
     a: argparse.Namespace,
-    n_params: int,
-    setup: float,
     total: float,
     transformers: Any,
     trl: Any,
     torch: Any,
 ) -> None:
     """Print the tables (and, with --json, one summary line)."""
+    runners = real.runners
     by_name = {r.config.name: r for r in runners}
     base = by_name[BASELINE]
     batch = a.prompts * a.generations
     print(f"run of {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(
-        f"Qwen2-0.5B shape ({n_params / 1e6:.0f}M parameters, {a.layers} layers, vocabulary "
-        f"{QWEN2_0_5B['vocab_size']}), random init, float32, CPU "
+        f"Qwen2-0.5B shape ({real.n_params / 1e6:.0f}M parameters, {a.layers} layers, "
+        f"vocabulary {QWEN2_0_5B['vocab_size']}), random init, float32, CPU "
         f"({platform.machine()}, {os.cpu_count()} cores, {a.threads} torch threads; shared "
         "machine)"
     )
@@ -473,7 +541,8 @@ def report(
     )
     print(
         f"{a.rounds} timed rounds (each configuration once per round, shuffled order) after one "
-        f"warm-up round; setup {setup:.0f} s, whole run {total / 60:.1f} min"
+        f"warm-up round; real-sized part {real.seconds / 60:.1f} min, whole run "
+        f"{total / 60:.1f} min"
     )
     print()
     print(
@@ -492,8 +561,7 @@ def report(
     summary: dict[str, Any] = {"rounds": a.rounds, "ratios": {}}
     for name, target in RATIOS:
         r = by_name[name]
-        cpu = [x / y for x, y in zip(r.cpu, base.cpu, strict=True)]
-        wall = [x / y for x, y in zip(r.seconds, base.seconds, strict=True)]
+        cpu, wall = _ratios(r, base)
         mem = statistics.median(r.peak_mib) / max(statistics.median(base.peak_mib), 1e-9)
         goal = f" (target <= {target})" if target is not None else ""
         print(
@@ -509,8 +577,54 @@ def report(
             "memory": mem,
             "target": target,
         }
+    if small is not None:
+        summary["attributed"] = attribution(small, real, a)
     if a.json:
         print(json.dumps(summary))
+
+
+def attribution(small: Measured, real: Measured, a: argparse.Namespace) -> dict[str, Any]:
+    """Print the extra CPU time per step measured on the small model, and what it is as a
+    share of the real-sized native step; returns the figures."""
+    by_name = {r.config.name: r for r in small.runners}
+    base = by_name[BASELINE]
+    real_base = statistics.median({r.config.name: r for r in real.runners}[BASELINE].cpu)
+    rounds = len(base.cpu)
+    print()
+    print(
+        f"attribution: the same {len(small.runners)} trainers, batch and lengths on a Qwen2 of "
+        f"{small.shape['num_hidden_layers']} layer, width {small.shape['hidden_size']}, "
+        f"vocabulary {small.shape['vocab_size']} ({small.n_params / 1e6:.2f}M parameters), "
+        f"{rounds} shuffled rounds, {small.seconds:.0f} s. Where a configuration runs the "
+        "same forwards as native (counted), the model's work is the same in both and the "
+        "difference is the code around it (TRL's and the adapter's, on the same [B, T] "
+        "tensors); its extra CPU time per step does not grow with the model, so the real-sized "
+        "ratio is 1 + extra / native real-sized CPU time per step "
+        f"({real_base:.1f} s, measured above)."
+    )
+    print(
+        f"  native CPU time per step on this model: {statistics.median(base.cpu) * 1e3:.1f} ms "
+        f"({min(base.cpu) * 1e3:.1f}-{max(base.cpu) * 1e3:.1f})"
+    )
+    out: dict[str, Any] = {}
+    for name, target in RATIOS:
+        r = by_name[name]
+        extra = [(x - y) * 1e3 for x, y in zip(r.cpu, base.cpu, strict=True)]
+        med = statistics.median(extra)
+        goal = f" (target <= {target})" if target is not None else ""
+        if r.config.forwards != base.config.forwards:
+            implied = "n/a: other forwards than native, model work differs"
+            out[name] = {"extra_ms": med, "implied": None}
+        else:
+            ratio = 1 + med / 1e3 / real_base
+            hi = 1 + max(extra) / 1e3 / real_base
+            implied = f"real-sized {ratio:.5f}x (largest round {hi:.5f}x){goal}"
+            out[name] = {"extra_ms": med, "implied": ratio, "implied_max": hi, "target": target}
+        print(
+            f"  {name:46} extra CPU {med:+7.1f} ms ({min(extra):+.1f} to {max(extra):+.1f}); "
+            f"{implied}"
+        )
+    return out
 
 
 if __name__ == "__main__":
