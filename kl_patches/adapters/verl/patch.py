@@ -374,11 +374,13 @@ def _last_positions(
     (position + 1) * mask (``amax``; ``argmax`` is 10x slower on CPU), written into ``buffer``
     when given (a ``[B, T]`` tensor of the mask's float dtype that the caller overwrites next).
     Every count and sum is an integer below 2**24 (float32; the prefix test is skipped where
-    it could exceed that), so the float arithmetic is exact.
+    it could exceed that), so the float arithmetic is exact; the test runs on CPU with IEEE
+    float32 matrix products only (elsewhere, and under reduced matmul precision, the search).
     """
     weights = _float_mask(mask)
     length = mask.shape[-1]
-    if weights.dtype == torch.float64 or length * length < _EXACT_SUMS:
+    exact = weights.dtype == torch.float64 or length * length < _EXACT_SUMS
+    if exact and weights.device.type == "cpu" and _ieee_matmul():
         counts = weights.sum(-1)
         if torch.equal(
             weights @ _odd_numbers(length, weights.dtype, weights.device), counts * counts
@@ -391,6 +393,15 @@ def _last_positions(
     )
     top = product.amax(-1, keepdim=True)
     return (top.long() - 1).clamp_(min=0), top > 0
+
+
+def _ieee_matmul() -> bool:
+    """True when a float32 matrix-vector product on CPU is computed in float32 (not in
+    bfloat16 or TF32 after ``torch.set_float32_matmul_precision("medium")``)."""
+    if torch.get_float32_matmul_precision() != "highest":
+        return False
+    mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
+    return getattr(mkldnn, "fp32_precision", "ieee") in ("ieee", "none")
 
 
 @functools.lru_cache(maxsize=16)

@@ -317,6 +317,24 @@ def test_last_positions_equal_a_brute_force_search(
     assert index.shape == has.shape == (5, 1) and index.dtype == torch.long
 
 
+def test_last_positions_under_reduced_matmul_precision() -> None:
+    """With float32 matrix products allowed in bfloat16, the count test is not used (its sums
+    would not be exact): the search gives the answer."""
+    mask = torch.zeros(3, 600, dtype=torch.bool)
+    mask[0, :599] = True
+    mask[1, 1:600] = True  # one hole at 0: sum of (2j + 1) is 599**2 + 2 * 599
+    mask[2, :300] = True
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    try:
+        assert not patch._ieee_matmul()
+        index, has = patch._last_positions(mask.float())
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert patch._ieee_matmul() == (before == "highest")
+    assert index.view(-1).tolist() == [598, 599, 299] and has.all()
+
+
 def test_group_centring_equals_verl_grpo_without_std() -> None:
     """Uneven, interleaved groups and a group of one: verl's own loop is the reference."""
     import numpy as np
