@@ -1,6 +1,6 @@
 """Step time and peak memory of the kl-patches GRPO trainer on a real-sized model, against native.
 
-Usage (the TRL venv, CPU; about 40 minutes with the defaults on a quiet 2-core machine):
+Usage (the TRL venv, CPU; about 30 minutes with the defaults on a quiet 2-core machine):
     python benchmarks/bench_trl_real.py [--rounds 4] [--attribution-rounds 30]
                                         [--completion-length 512] [--threads 2]
     python benchmarks/bench_trl_real.py --layers 1 --rounds 1 --attribution-rounds 3

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LIBS = ("trl", "verl", "openrlhf")
 SLOW = ("bench_trl_real.py",)
-"""Adapter benchmarks run only with ``--slow`` (each takes most of an hour on 2 cores)."""
+"""Adapter benchmarks run only with ``--slow`` (about half an hour each on 2 cores)."""
 DEVICE_NOTE = (
     "No GPU figures: no accelerator machine was lent to the task that produced them, so the "
     "bf16 GPU run of the real-sized benchmark (issue 16, item 5) is not done."
