@@ -351,10 +351,13 @@ def _float_mask(mask: torch.Tensor) -> torch.Tensor:
     return mask if mask.dtype in (torch.float32, torch.float64) else mask.to(torch.float32)
 
 
-@functools.lru_cache(maxsize=16)
-def _positions(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """1, 2, ..., ``length`` (cached: one per response length; never written to)."""
-    return torch.arange(1, length + 1, dtype=dtype, device=device)
+@functools.lru_cache(maxsize=32)
+def _arange(
+    start: int, end: int, step: int, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """``torch.arange(start, end, step)`` (cached: a few per response length; never written
+    to)."""
+    return torch.arange(start, end, step, dtype=dtype, device=device)
 
 
 _EXACT_SUMS = 2**24
@@ -383,11 +386,12 @@ def _last_positions(
     if exact and weights.device.type == "cpu" and _ieee_matmul():
         counts = weights.sum(-1)
         if torch.equal(
-            weights @ _odd_numbers(length, weights.dtype, weights.device), counts * counts
+            weights @ _arange(1, 2 * length, 2, weights.dtype, weights.device),  # 2j + 1
+            counts * counts,
         ):
             counts = counts.unsqueeze(-1)
             return (counts.long() - 1).clamp_(min=0), counts > 0
-    positions = _positions(length, weights.dtype, weights.device)
+    positions = _arange(1, length + 1, 1, weights.dtype, weights.device)
     product = (
         torch.mul(weights, positions, out=buffer) if buffer is not None else weights * positions
     )
@@ -402,12 +406,6 @@ def _ieee_matmul() -> bool:
         return False
     mkldnn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
     return getattr(mkldnn, "fp32_precision", "ieee") in ("ieee", "none")
-
-
-@functools.lru_cache(maxsize=16)
-def _odd_numbers(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """1, 3, ..., 2 * ``length`` - 1: 2 * position + 1 (cached; never written to)."""
-    return torch.arange(1, 2 * length, 2, dtype=dtype, device=device)
 
 
 def _check_row_values(values: torch.Tensor, mask: torch.Tensor) -> None:
@@ -426,8 +424,9 @@ def _minus_on_last_token(
     _check_row_values(values, mask)
     dtype = torch.promote_types(rewards.dtype, values.dtype)
     out = torch.empty(rewards.shape, dtype=dtype, device=rewards.device)
-    same = out.dtype == _float_mask(mask).dtype and out.device == mask.device
-    index, has = _last_positions(mask, out if same else None)
+    weights = _float_mask(mask)  # converted once: _last_positions takes it as it is
+    same = out.dtype == weights.dtype and out.device == weights.device
+    index, has = _last_positions(weights, out if same else None)
     out.copy_(rewards)
     if values.dtype != dtype or values.device != out.device:
         values = values.to(device=out.device, dtype=dtype)
