@@ -505,13 +505,6 @@ def set_length(runner: Runner, length: int, a: argparse.Namespace, vocab: int) -
     runner.trainer.rollout_func = make_rollout(a.prompt_length, length, vocab)
 
 
-def _ratios(runner: Runner, base: Runner) -> tuple[list[float], list[float]]:
-    """Per-round CPU-time and wall-time ratios of ``runner`` to ``base``."""
-    cpu = [x / y for x, y in zip(runner.cpu, base.cpu, strict=True)]
-    wall = [x / y for x, y in zip(runner.seconds, base.seconds, strict=True)]
-    return cpu, wall
-
-
 def report(
     real: Measured,
     small: Measured | None,
@@ -561,7 +554,8 @@ def report(
     summary: dict[str, Any] = {"rounds": a.rounds, "ratios": {}}
     for name, target in RATIOS:
         r = by_name[name]
-        cpu, wall = _ratios(r, base)
+        cpu = [x / y for x, y in zip(r.cpu, base.cpu, strict=True)]
+        wall = [x / y for x, y in zip(r.seconds, base.seconds, strict=True)]
         mem = statistics.median(r.peak_mib) / max(statistics.median(base.peak_mib), 1e-9)
         goal = f" (target <= {target})" if target is not None else ""
         print(
@@ -578,12 +572,12 @@ def report(
             "target": target,
         }
     if small is not None:
-        summary["attributed"] = attribution(small, real, a)
+        summary["attributed"] = attribution(small, real)
     if a.json:
         print(json.dumps(summary))
 
 
-def attribution(small: Measured, real: Measured, a: argparse.Namespace) -> dict[str, Any]:
+def attribution(small: Measured, real: Measured) -> dict[str, Any]:
     """Print the extra CPU time per step measured on the small model, and what it is as a
     share of the real-sized native step; returns the figures."""
     by_name = {r.config.name: r for r in small.runners}
