@@ -271,27 +271,36 @@ def _token_grads(
     dtypes: tuple[torch.dtype, torch.dtype],
     needs: tuple[bool, bool],
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """The backward of :class:`_TokenTerms`: one multiplication by the saved factor."""
+    """The backward of :class:`_TokenTerms`: one multiplication by the saved factor.
+
+    ``p = grad * factor`` is the gradient of the side the estimator's argument grows with
+    (``logp`` for k1 and k2, ``ref_logp`` for k3: ``d = ref_logp - logp``); the other side's
+    is ``-p``. The negation is done after narrowing to the input dtype (half the bytes for
+    half-precision inputs; the same bits, as rounding is symmetric in sign), in place on our
+    own buffer unless the other side shares it.
+    """
     if factor is None or not factor.numel():  # k1 without clamps: d k1 / d logp = 1 where valid
-        g = _zero_invalid(grad.to(_work_dtype(*dtypes)), valid)
+        p = _zero_invalid(grad.to(_work_dtype(*dtypes)), valid)
     elif grad.dtype != factor.dtype:  # the converted copy is ours: multiplied in place
-        g = grad.to(factor.dtype).mul_(factor)
-        if estimator == "k3":
-            g.neg_()
+        p = grad.to(factor.dtype).mul_(factor)
     else:  # factor: k1 the clamps' mask, k2 delta, k3 exp(-delta) - 1; 0 where invalid
-        g = torch.mul(grad, factor)
-        if estimator == "k3":
-            g.neg_()
-    return (
-        g.to(dtypes[0]) if needs[0] else None,
-        g.neg().to(dtypes[1]) if needs[1] else None,
-    )
+        p = torch.mul(grad, factor)
+    plus, minus = (1, 0) if estimator == "k3" else (0, 1)
+    out: list[torch.Tensor | None] = [None, None]
+    if needs[plus]:
+        out[plus] = p.to(dtypes[plus])
+    if needs[minus]:
+        q = p.to(dtypes[minus])
+        out[minus] = q.neg() if q is p and out[plus] is p else q.neg_()
+    return out[0], out[1]
 
 
 class _TokenTerms(torch.autograd.Function):
     """Differentiable :func:`_token_terms`: the backward is the exact derivative in closed
     form, one multiplication by a saved factor, instead of autograd's chain of ops (d/d
-    ref_logp is the negative of d/d logp). Outputs (values, probe)."""
+    ref_logp is the negative of d/d logp). Outputs (values, probe or None). The non-tensor
+    arguments come packed in one tuple, ``spec`` = (estimator, log_ratio_clamp, kl_clamp,
+    out_dtype): each argument of ``apply`` costs a check per call."""
 
     @staticmethod
     def forward(
@@ -299,18 +308,15 @@ class _TokenTerms(torch.autograd.Function):
         logp: torch.Tensor,
         ref_logp: torch.Tensor,
         valid: torch.Tensor,
-        estimator: str,
-        log_ratio_clamp: float | None,
-        kl_clamp: float | None,
-        out_dtype: torch.dtype,
+        spec: tuple[str, float | None, float | None, torch.dtype],
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        estimator, log_ratio_clamp, kl_clamp, out_dtype = spec
         values, factor, probe = _token_terms(
             logp, ref_logp, valid, estimator, log_ratio_clamp, kl_clamp, True, out_dtype
         )
         ctx.save_for_backward(factor, valid)  # type: ignore[arg-type]
-        if probe is None:
-            probe = _empty(values)
-        ctx.mark_non_differentiable(probe)
+        if probe is not None:
+            ctx.mark_non_differentiable(probe)
         ctx.estimator = estimator  # type: ignore[attr-defined]
         ctx.dtypes = (logp.dtype, ref_logp.dtype)  # type: ignore[attr-defined]
         return values, probe
@@ -318,13 +324,13 @@ class _TokenTerms(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(
-        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor, _: torch.Tensor
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor, _: torch.Tensor | None
     ) -> tuple[torch.Tensor | None, ...]:
         factor, valid = ctx.saved_tensors  # type: ignore[attr-defined]
         needs = tuple(ctx.needs_input_grad[:2])  # type: ignore[attr-defined]
         estimator, dtypes = ctx.estimator, ctx.dtypes  # type: ignore[attr-defined]
         grads = _token_grads(grad, factor, valid, estimator, dtypes, needs)
-        return (*grads, None, None, None, None, None)
+        return (*grads, None, None)
 
 
 class _TokenTermsVmap(torch.autograd.Function):
@@ -387,21 +393,19 @@ def _values(
     """(per-token values, zero where invalid, in ``out_dtype`` (default: the work dtype);
     the probe). Unchecked. Without a gradient to take it calls :func:`_token_terms` directly
     (an autograd.Function call costs more than the arithmetic here)."""
-    args = (
-        logp,
-        ref_logp,
-        valid,
+    dtype = _work_dtype(logp.dtype, ref_logp.dtype) if out_dtype is None else out_dtype
+    spec = (
         config.estimator if estimator is None else estimator,
         config.log_ratio_clamp,
         config.kl_clamp if kl_clamp is True else kl_clamp,
+        dtype,
     )
-    dtype = _work_dtype(logp.dtype, ref_logp.dtype) if out_dtype is None else out_dtype
     if _transformed():
-        values, _, probe = _TokenTermsVmap.apply(*args, dtype)  # type: ignore[no-untyped-call]
+        values, _, probe = _TokenTermsVmap.apply(logp, ref_logp, valid, *spec)  # type: ignore[no-untyped-call]
     elif torch.is_grad_enabled() and (logp.requires_grad or ref_logp.requires_grad):
-        values, probe = _TokenTerms.apply(*args, dtype)  # type: ignore[no-untyped-call]
+        values, probe = _TokenTerms.apply(logp, ref_logp, valid, spec)  # type: ignore[no-untyped-call]
     else:
-        values, _, probe = _token_terms(*args, False, dtype)
+        values, _, probe = _token_terms(logp, ref_logp, valid, *spec[:3], False, dtype)
     return values, probe
 
 

@@ -304,6 +304,41 @@ def test_backward_equals_autograd_of_the_textbook_expression(
     torch.testing.assert_close(x.grad.float(), y.grad, atol=float(tol * scale), rtol=tol)
 
 
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        (torch.float32, torch.float32),
+        (torch.bfloat16, torch.bfloat16),
+        (torch.bfloat16, torch.float32),
+        (torch.float32, torch.bfloat16),
+    ],
+)
+def test_both_inputs_get_opposite_gradients_in_their_own_dtype(
+    estimator: str, dtypes: tuple[torch.dtype, torch.dtype]
+) -> None:
+    """The KL depends on logp - ref_logp only: d/d ref_logp is exactly -d/d logp (the backward
+    negates after narrowing to each input's dtype, and may share one buffer between the two
+    sides when they have the work dtype)."""
+    g = torch.Generator().manual_seed(6)
+    ref = -torch.rand(8, 64, generator=g) * 3
+    lp = ref + 0.3 * torch.randn(8, 64, generator=g)
+    mask = torch.rand(8, 64, generator=g) > 0.2
+    weights = torch.randn(8, 64, generator=g)
+    x = lp.to(dtypes[0]).requires_grad_(True)
+    y = ref.to(dtypes[1]).requires_grad_(True)
+    (core.kl_terms(x, y, mask, KLConfig(estimator=estimator)).float() * weights).sum().backward()
+    assert x.grad is not None and y.grad is not None
+    assert (x.grad.dtype, y.grad.dtype) == dtypes
+    if dtypes[0] == dtypes[1]:
+        assert torch.equal(y.grad, -x.grad)
+    elif dtypes[1] == torch.float32:  # y.grad is the float32 gradient; x.grad its rounding
+        assert torch.equal(x.grad, y.grad.neg().to(dtypes[0]))
+    else:
+        assert torch.equal(y.grad, x.grad.neg().to(dtypes[1]))
+    assert bool((x.grad[~mask] == 0).all()) and bool((y.grad[~mask] == 0).all())
+
+
 def test_double_backward_refuses_instead_of_a_silent_zero() -> None:
     logp, ref, mask = _batch()
     lp = logp.clone().requires_grad_(True)
