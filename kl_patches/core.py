@@ -127,12 +127,28 @@ def _transformed() -> bool:
     return bool(torch._C._are_functorch_transforms_active())
 
 
+_WORK: dict[tuple[torch.dtype, ...], torch.dtype] = {}
+
+
 def _work_dtype(*dtypes: torch.dtype) -> torch.dtype:
-    """float32 for half precision, else the widest input dtype."""
-    work = torch.float32
-    for dtype in dtypes:
-        work = torch.promote_types(work, dtype)
+    """float32 for half precision, else the widest input dtype (memoised: each
+    ``torch.promote_types`` is a dispatched call)."""
+    work = _WORK.get(dtypes)
+    if work is None:
+        work = torch.float32
+        for dtype in dtypes:
+            work = torch.promote_types(work, dtype)
+        _WORK[dtypes] = work
     return work
+
+
+def _bit_maskable(x: torch.Tensor) -> torch.dtype | None:
+    """The integer dtype whose bits :func:`_zero_invalid` multiplies for ``x``, or None where
+    it uses ``torch.where`` (other dtypes and devices, torch.func transforms)."""
+    bits = _BITS.get(x.dtype)
+    if bits is None or not (x.is_cpu or x.is_cuda) or _transformed():
+        return None
+    return bits
 
 
 _BITS = {
@@ -151,16 +167,16 @@ def _zero_invalid(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     several times faster than ``torch.where`` on CPU); the result is the same as
     ``torch.where(valid, x, 0.0)``, bit for bit.
     """
-    bits = _BITS.get(x.dtype)
-    if bits is None or x.device.type not in ("cpu", "cuda") or _transformed():
+    bits = _bit_maskable(x)
+    if bits is None:
         return torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
     return x.view(bits).mul(valid).view(x.dtype)
 
 
 def _zero_invalid_(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """In-place :func:`_zero_invalid` of a fresh buffer (returns it)."""
-    bits = _BITS.get(x.dtype)
-    if bits is None or x.device.type not in ("cpu", "cuda") or _transformed():
+    bits = _bit_maskable(x)
+    if bits is None:
         return torch.where(valid, x, torch.zeros((), dtype=x.dtype, device=x.device))
     x.view(bits).mul_(valid)
     return x
@@ -416,12 +432,14 @@ def _finite(out: torch.Tensor | None, probe: torch.Tensor | None = None) -> bool
     """
     if _transformed():
         return True
+    if out is not None and out.requires_grad:
+        out = out.detach()  # no graph node for the check's sum
     flag = None if out is None else (out.sum() if out.dim() else out)
     if probe is not None and probe.numel():
         flag = probe if flag is None else flag + probe
     if flag is None:
         return True
-    return math.isfinite(float(flag.detach()))  # float(): cheaper than torch.isfinite
+    return math.isfinite(float(flag))  # float(): cheaper than torch.isfinite
 
 
 def _bad_tokens(
@@ -524,6 +542,21 @@ def _guarded(
     out, probe = fast(valid)
     if _finite(None if probe_covers else out, probe):
         return out
+    return _recover(fast, out, logp, ref_logp, valid, config, what, extra)
+
+
+def _recover(
+    fast: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
+    out: torch.Tensor,
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    valid: torch.Tensor,
+    config: KLConfig,
+    what: str,
+    extra: tuple[tuple[str, torch.Tensor | None], ...] = (),
+) -> torch.Tensor:
+    """The slow path of :func:`_guarded` once ``fast(valid)`` gave ``out`` and failed the
+    check: the nan policy, then a retry without the bad tokens."""
     reduced = _policy(logp, ref_logp, valid, config, what, extra)
     if reduced is not None:
         out, probe = fast(reduced)
@@ -568,13 +601,18 @@ def kl_terms(
     ``config.nan_policy``.
     """
     _check_shapes(logp, ref_logp, mask)
+    valid = _bool_mask(mask)
+    # _guarded, unrolled (the most frequent call): the first try needs no closure
+    out, probe = _values(logp, ref_logp, valid, config, out_dtype=logp.dtype)
+    # kl_clamp bounds every value: non-finite only from a NaN log-ratio, which the probe sees
+    covers = config.kl_clamp is not None and config.kl_clamp <= torch.finfo(logp.dtype).max
+    if _finite(None if covers else out, probe):
+        return out
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         return _values(logp, ref_logp, valid, config, out_dtype=logp.dtype)
 
-    # kl_clamp bounds every value: non-finite only from a NaN log-ratio, which the probe sees
-    covers = config.kl_clamp is not None and config.kl_clamp <= torch.finfo(logp.dtype).max
-    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "kl_terms", probe_covers=covers)
+    return _recover(fast, out, logp, ref_logp, valid, config, "kl_terms")
 
 
 def _sequence(
