@@ -638,12 +638,18 @@ def sequence_kl(
     float32 or wider, returned in ``logp``'s dtype.
     """
     _check_shapes(logp, ref_logp, mask)
+    valid = _bool_mask(mask)
+    # _guarded, unrolled as in kl_terms: the first try needs no closure
+    value, probe = _sequence(logp, ref_logp, valid, config)
+    out = value.to(logp.dtype)
+    if _finite(out, probe):
+        return out
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         value, probe = _sequence(logp, ref_logp, valid, config)
         return value.to(logp.dtype), probe
 
-    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "sequence_kl")
+    return _recover(fast, out, logp, ref_logp, valid, config, "sequence_kl")
 
 
 def reward_penalty(

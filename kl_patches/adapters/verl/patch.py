@@ -306,7 +306,7 @@ def _apply_kl_penalty(
         )
     mask = data.batch["response_mask"]
     valid = mask.bool()  # the core's mask != 0, converted once (and .bool() is faster on CPU)
-    old, ref = data.batch["old_log_probs"].detach(), data.batch["ref_log_prob"].detach()
+    old, ref = _detached(data.batch["old_log_probs"]), _detached(data.batch["ref_log_prob"])
     scores = data.batch["token_level_scores"]
     token_rewards = cfg.granularity == "token" and not spec.kl_outside_std
     if token_rewards:
@@ -326,16 +326,23 @@ def _apply_kl_penalty(
             data.batch["token_level_rewards"] = scores
         else:
             data.batch["token_level_rewards"] = _minus_on_last_token(scores, sequence_penalty, mask)
-    # core.per_token_kl: each row's estimate over its length
-    per_token_kl = (seq_kl / _float_mask(mask).sum(-1).clamp(min=1)).mean().item()
+    # core.per_token_kl: each row's estimate over its length; both means in one synchronisation
+    per_row = seq_kl / _float_mask(mask).sum(-1).clamp(min=1)
+    per_token_kl, sequence_kl = torch.stack((per_row.mean(), seq_kl.mean())).tolist()
     kl_ctrl.update(current_kl=per_token_kl, n_steps=data.batch.batch_size[0])
     metrics = {
         "actor/reward_kl_penalty": per_token_kl,
         "actor/reward_kl_penalty_coeff": cfg.coef,
-        "kl_patches/reward_sequence_kl": seq_kl.mean().item(),
+        "kl_patches/reward_sequence_kl": sequence_kl,
         "kl_patches/active": 1.0,
     }
     return data, metrics
+
+
+def _detached(x: torch.Tensor) -> torch.Tensor:
+    """``x`` without autograd history (no call when it has none: verl computes these log-probs
+    without a graph)."""
+    return x.detach() if x.requires_grad else x
 
 
 @functools.lru_cache(maxsize=64)
@@ -370,33 +377,51 @@ def _last_positions(
     """(index ``[B, 1]`` of each row's last valid position, ``[B, 1]`` whether the row has
     one) for a 0/1 ``mask``; 0 on a row without.
 
-    Right-padded rows (verl's single-turn response masks) are recognised from two read-only
-    passes: a row of n valid tokens is the prefix 0..n-1 exactly when the sum of its
-    (2 * position + 1) * mask is n * n (any other n distinct positions sum to more), and then
-    its last valid index is n - 1. Otherwise (multi-turn masks with holes) it is the largest
-    (position + 1) * mask (``amax``; ``argmax`` is 10x slower on CPU), written into ``buffer``
-    when given (a ``[B, T]`` tensor of the mask's float dtype that the caller overwrites next).
-    Every count and sum is an integer below 2**24 (float32; the prefix test is skipped where
-    it could exceed that), so the float arithmetic is exact; the test runs on CPU with IEEE
-    float32 matrix products only (elsewhere, and under reduced matmul precision, the search).
+    :func:`_prefix_last_positions` when every row is right-padded, else
+    :func:`_searched_last_positions` (written into ``buffer`` when given).
     """
     weights = _float_mask(mask)
-    length = mask.shape[-1]
+    found = _prefix_last_positions(weights)
+    return found if found is not None else _searched_last_positions(weights, buffer)
+
+
+def _prefix_last_positions(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """:func:`_last_positions` of a float 0/1 mask whose rows are all right-padded (verl's
+    single-turn response masks), from two read-only passes; None when a row is not, or the
+    test cannot run exactly.
+
+    A row of n valid tokens is the prefix 0..n-1 exactly when the sum of its
+    (2 * position + 1) * mask is n * n (any other n distinct positions sum to more), and then
+    its last valid index is n - 1. Every count and sum is an integer below 2**24 (float32; the
+    test is skipped where it could exceed that), so the float arithmetic is exact; it runs on
+    CPU with IEEE float32 matrix products only (elsewhere, and under reduced matmul precision,
+    the caller searches).
+    """
+    length = weights.shape[-1]
     exact = weights.dtype == torch.float64 or length * length < _EXACT_SUMS
-    if exact and weights.device.type == "cpu" and _ieee_matmul():
-        counts = weights.sum(-1)
-        if torch.equal(
-            weights @ _arange(1, 2 * length, 2, weights.dtype, weights.device),  # 2j + 1
-            counts * counts,
-        ):
-            counts = counts.unsqueeze(-1)
-            return (counts.long() - 1).clamp_(min=0), counts > 0
+    if not (exact and weights.device.type == "cpu" and _ieee_matmul()):
+        return None
+    counts = weights.sum(-1, keepdim=True)
+    odd = _arange(1, 2 * length, 2, weights.dtype, weights.device).unsqueeze(-1)  # 2j + 1
+    if not torch.equal(weights @ odd, counts * counts):
+        return None
+    return counts.long().sub_(1).clamp_(min=0), counts > 0
+
+
+def _searched_last_positions(
+    weights: torch.Tensor, buffer: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_last_positions` of any float 0/1 mask (multi-turn masks with holes): the
+    largest (position + 1) * mask (``amax``; ``argmax`` is 10x slower on CPU), written into
+    ``buffer`` when given (a ``[B, T]`` tensor of the mask's float dtype that the caller
+    overwrites next). Exact: the products are integers below 2**24."""
+    length = weights.shape[-1]
     positions = _arange(1, length + 1, 1, weights.dtype, weights.device)
     product = (
         torch.mul(weights, positions, out=buffer) if buffer is not None else weights * positions
     )
     top = product.amax(-1, keepdim=True)
-    return (top.long() - 1).clamp_(min=0), top > 0
+    return top.long().sub_(1).clamp_(min=0), top > 0
 
 
 def _ieee_matmul() -> bool:
@@ -420,17 +445,25 @@ def _minus_on_last_token(
     copy of ``rewards`` with ``-values`` added at each row's last valid token, since
     a - b == a + (-b) and x + (-0.0) == x in IEEE arithmetic), without building the placed
     ``[B, T]`` tensor and subtracting it: one ``[B, T]`` allocation (fresh pages cost more
-    than the arithmetic on CPU), which first holds the last-position search."""
+    than the arithmetic on CPU), which first holds the last-position search when one is
+    needed."""
     _check_row_values(values, mask)
-    dtype = torch.promote_types(rewards.dtype, values.dtype)
-    out = torch.empty(rewards.shape, dtype=dtype, device=rewards.device)
-    weights = _float_mask(mask)  # converted once: _last_positions takes it as it is
-    same = out.dtype == weights.dtype and out.device == weights.device
-    index, has = _last_positions(weights, out if same else None)
-    out.copy_(rewards)
+    dtype = rewards.dtype
+    if values.dtype != dtype:
+        dtype = torch.promote_types(dtype, values.dtype)
+    weights = _float_mask(mask)  # converted once: the searches take it as it is
+    found = _prefix_last_positions(weights)
+    if found is not None:
+        index, has = found
+        out = rewards.to(dtype=dtype, memory_format=torch.contiguous_format, copy=True)
+    else:
+        out = torch.empty(rewards.shape, dtype=dtype, device=rewards.device)
+        same = out.dtype == weights.dtype and out.device == weights.device
+        index, has = _searched_last_positions(weights, out if same else None)
+        out.copy_(rewards)
     if values.dtype != dtype or values.device != out.device:
         values = values.to(device=out.device, dtype=dtype)
-    if not same:
+    if index.device != out.device:
         index, has = index.to(out.device), has.to(out.device)
     return out.scatter_add_(1, index, torch.where(has, values.unsqueeze(-1).neg(), -0.0))
 
@@ -450,9 +483,12 @@ def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Te
     keys = index.tolist() if isinstance(index, np.ndarray) else list(index)
     n = len(keys)
     if group > 1 and n % group == 0 and n == values.shape[0]:
-        # list comparisons in C: faster here than numpy's object-array comparison
+        # list comparisons in C: faster here than numpy's object-array comparison; block i is
+        # all firsts[i] exactly when every offset's slice keys[j::group] equals firsts
         firsts = keys[::group]
-        if len(set(firsts)) == len(firsts) and keys == [k for k in firsts for _ in range(group)]:
+        if len(set(firsts)) == len(firsts) and all(
+            keys[j::group] == firsts for j in range(1, group)
+        ):
             rows = values.view(-1, group)
             return (rows - rows.mean(1, keepdim=True)).view(-1)
     ids: dict[Any, int] = {}
