@@ -338,15 +338,28 @@ class _TokenTerms(torch.autograd.Function):
         return values, probe
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(
         ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor, _: torch.Tensor | None
     ) -> tuple[torch.Tensor | None, ...]:
-        factor, valid = ctx.saved_tensors  # type: ignore[attr-defined]
-        needs = tuple(ctx.needs_input_grad[:2])  # type: ignore[attr-defined]
-        estimator, dtypes = ctx.estimator, ctx.dtypes  # type: ignore[attr-defined]
-        grads = _token_grads(grad, factor, valid, estimator, dtypes, needs)
-        return (*grads, None, None)
+        if torch.is_grad_enabled():  # create_graph=True: a second derivative must refuse
+            return _token_terms_backward_once(ctx, grad)
+        # A plain backward runs without grad mode already: once_differentiable's no_grad
+        # context would cost about 3% of a [64, 2048] call here, for nothing.
+        return _token_terms_backward(ctx, grad)
+
+
+def _token_terms_backward(
+    ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+) -> tuple[torch.Tensor | None, ...]:
+    factor, valid = ctx.saved_tensors  # type: ignore[attr-defined]
+    needs = tuple(ctx.needs_input_grad[:2])  # type: ignore[attr-defined]
+    estimator, dtypes = ctx.estimator, ctx.dtypes  # type: ignore[attr-defined]
+    grads = _token_grads(grad, factor, valid, estimator, dtypes, needs)
+    return (*grads, None, None)
+
+
+_token_terms_backward_once = torch.autograd.function.once_differentiable(_token_terms_backward)
+""":func:`_token_terms_backward` whose results raise if differentiated again."""
 
 
 class _TokenTermsVmap(torch.autograd.Function):
