@@ -555,21 +555,6 @@ def _guarded(
     out, probe = fast(valid)
     if _finite(None if probe_covers else out, probe):
         return out
-    return _recover(fast, out, logp, ref_logp, valid, config, what, extra)
-
-
-def _recover(
-    fast: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]],
-    out: torch.Tensor,
-    logp: torch.Tensor,
-    ref_logp: torch.Tensor,
-    valid: torch.Tensor,
-    config: KLConfig,
-    what: str,
-    extra: tuple[tuple[str, torch.Tensor | None], ...] = (),
-) -> torch.Tensor:
-    """The slow path of :func:`_guarded` once ``fast(valid)`` gave ``out`` and failed the
-    check: the nan policy, then a retry without the bad tokens."""
     reduced = _policy(logp, ref_logp, valid, config, what, extra)
     if reduced is not None:
         out, probe = fast(reduced)
@@ -614,18 +599,13 @@ def kl_terms(
     ``config.nan_policy``.
     """
     _check_shapes(logp, ref_logp, mask)
-    valid = _bool_mask(mask)
-    # _guarded, unrolled (the most frequent call): the first try needs no closure
-    out, probe = _values(logp, ref_logp, valid, config, out_dtype=logp.dtype)
-    # kl_clamp bounds every value: non-finite only from a NaN log-ratio, which the probe sees
-    covers = config.kl_clamp is not None and config.kl_clamp <= torch.finfo(logp.dtype).max
-    if _finite(None if covers else out, probe):
-        return out
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         return _values(logp, ref_logp, valid, config, out_dtype=logp.dtype)
 
-    return _recover(fast, out, logp, ref_logp, valid, config, "kl_terms")
+    # kl_clamp bounds every value: non-finite only from a NaN log-ratio, which the probe sees
+    covers = config.kl_clamp is not None and config.kl_clamp <= torch.finfo(logp.dtype).max
+    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "kl_terms", probe_covers=covers)
 
 
 def _sequence(
@@ -651,18 +631,12 @@ def sequence_kl(
     float32 or wider, returned in ``logp``'s dtype.
     """
     _check_shapes(logp, ref_logp, mask)
-    valid = _bool_mask(mask)
-    # _guarded, unrolled as in kl_terms: the first try needs no closure
-    value, probe = _sequence(logp, ref_logp, valid, config)
-    out = value.to(logp.dtype)
-    if _finite(out, probe):
-        return out
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         value, probe = _sequence(logp, ref_logp, valid, config)
         return value.to(logp.dtype), probe
 
-    return _recover(fast, out, logp, ref_logp, valid, config, "sequence_kl")
+    return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "sequence_kl")
 
 
 def reward_penalty(
