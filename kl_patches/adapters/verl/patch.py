@@ -10,8 +10,9 @@ holds an original); modules imported later copy the wrapper:
 * ``apply_kl_penalty``: when ``algorithm.kl_penalty`` is :data:`~.versions.MARKER`, the penalty is
   ``kl_patches.core``'s (per token, or one sequence-level value on the last token), with the
   controller's coefficient; otherwise verl's own function runs unchanged.
-* ``compute_advantage``: with ``kl_outside_std`` the sequence penalty is kept out of GRPO's
-  score and added after the std normalisation, centred by verl's own GRPO estimator (no std).
+* ``compute_advantage``: with ``kl_outside_std`` GRPO's std normalisation sees the task score
+  only; the sequence penalty, centred in its group as verl's GRPO without the std would, is
+  added to the advantages afterwards.
 * ``ppo_loss``: when ``kl_loss_type`` is the marker, verl's loss runs without its KL and the
   core's ``loss_term`` (importance weighting, sequence granularity, any aggregation) is added,
   normalised by verl's global batch counts like verl's ``agg_loss``.
@@ -74,8 +75,9 @@ TARGETS: dict[Target, str] = {
 """Each wrapped function (propagated to every importer) -> its wrapper's name here."""
 
 PENALTY_KEY = "kl_patches_penalty"
-"""Batch field carrying the sequence penalty ``[B]`` from apply_kl_penalty to
-compute_advantage (KL outside GRPO's std), which places it on each row's last token."""
+"""Batch field carrying minus the sequence penalty ``[B]`` from apply_kl_penalty (which has
+placed it on each row's last token of ``token_level_rewards``) to compute_advantage (KL
+outside GRPO's std), which adds its group-centred part to GRPO's advantages."""
 
 REGISTRY = PatchRegistry("verl", f"kl_patches supports verl {SUPPORT.supported}")
 """The originals and wrappers of the patched verl functions."""
@@ -308,27 +310,25 @@ def _apply_kl_penalty(
     valid = mask.bool()  # the core's mask != 0, converted once (and .bool() is faster on CPU)
     old, ref = _detached(data.batch["old_log_probs"]), _detached(data.batch["ref_log_prob"])
     scores = data.batch["token_level_scores"]
-    token_rewards = cfg.granularity == "token" and not spec.kl_outside_std
-    if token_rewards:
+    weights = _float_mask(mask)
+    counts = weights.sum(-1, keepdim=True)  # [B, 1] tokens per row: the metric and the placement
+    if cfg.granularity == "token" and not spec.kl_outside_std:
         terms = core.kl_terms(old, ref, valid, cfg)
         seq_kl = terms.sum(-1)  # core.sequence_kl at token granularity
+        data.batch["token_level_rewards"] = scores - cfg.coef * terms
     else:  # only the sequence values: one [B, T] reduction fewer than summing kl_terms
         seq_kl = core.sequence_kl(old, ref, valid, cfg)
-    if token_rewards:
-        data.batch["token_level_rewards"] = scores - cfg.coef * terms
-    else:
+        # minus the penalty: (-c) * x has the bits of -(c * x), so no separate negation
         if cfg.reward_shape == "sequence" and cfg.importance_weighting != "sequence":
-            sequence_penalty = cfg.coef * seq_kl  # core.reward_penalty for this config
+            negative = seq_kl * -cfg.coef  # core.reward_penalty for this config, negated
         else:
-            sequence_penalty = core.reward_penalty(old, ref, valid, cfg)
-        if spec.kl_outside_std:  # placed on the last token by compute_advantage
-            data.batch[PENALTY_KEY] = sequence_penalty
-            data.batch["token_level_rewards"] = scores
-        else:
-            data.batch["token_level_rewards"] = _minus_on_last_token(scores, sequence_penalty, mask)
+            negative = core.reward_penalty(old, ref, valid, cfg).neg()
+        data.batch["token_level_rewards"] = _plus_on_last_token(scores, negative, weights, counts)
+        if spec.kl_outside_std:  # compute_advantage keeps it out of GRPO's std
+            data.batch[PENALTY_KEY] = negative
     # core.per_token_kl: each row's estimate over its length; both means in one synchronisation
-    per_row = seq_kl / _float_mask(mask).sum(-1).clamp(min=1)
-    per_token_kl, sequence_kl = torch.stack((per_row.mean(), seq_kl.mean())).tolist()
+    per_row = seq_kl / counts.view(-1).clamp(min=1)
+    per_token_kl, sequence_kl = torch.stack((per_row, seq_kl)).mean(-1).tolist()
     kl_ctrl.update(current_kl=per_token_kl, n_steps=data.batch.batch_size[0])
     metrics = {
         "actor/reward_kl_penalty": per_token_kl,
@@ -359,6 +359,12 @@ def _float_mask(mask: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=32)
+def _odd_column(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[length, 1]`` column of 2j + 1 (cached; never written to)."""
+    return torch.arange(1, 2 * length, 2, dtype=dtype, device=device).unsqueeze(-1)
+
+
+@functools.lru_cache(maxsize=32)
 def _arange(
     start: int, end: int, step: int, dtype: torch.dtype, device: torch.device
 ) -> torch.Tensor:
@@ -385,27 +391,31 @@ def _last_positions(
     return found if found is not None else _searched_last_positions(weights, buffer)
 
 
-def _prefix_last_positions(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+def _prefix_last_positions(
+    weights: torch.Tensor, counts: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor] | None:
     """:func:`_last_positions` of a float 0/1 mask whose rows are all right-padded (verl's
     single-turn response masks), from two read-only passes; None when a row is not, or the
     test cannot run exactly.
 
     A row of n valid tokens is the prefix 0..n-1 exactly when the sum of its
     (2 * position + 1) * mask is n * n (any other n distinct positions sum to more), and then
-    its last valid index is n - 1. Every count and sum is an integer below 2**24 (float32; the
+    its last valid index is n - 1 (``n - 0.5`` truncated toward zero, exact as n < 2**23:
+    0 for an empty row, whose flag is False). Every count and sum is an integer below 2**24 (float32; the
     test is skipped where it could exceed that), so the float arithmetic is exact; it runs on
     CPU with IEEE float32 matrix products only (elsewhere, and under reduced matmul precision,
-    the caller searches).
+    the caller searches). ``counts``: the caller's ``weights.sum(-1, keepdim=True)``.
     """
     length = weights.shape[-1]
     exact = weights.dtype == torch.float64 or length * length < _EXACT_SUMS
-    if not (exact and weights.device.type == "cpu" and _ieee_matmul()):
+    if not (exact and weights.is_cpu and _ieee_matmul()):
         return None
-    counts = weights.sum(-1, keepdim=True)
-    odd = _arange(1, 2 * length, 2, weights.dtype, weights.device).unsqueeze(-1)  # 2j + 1
+    if counts is None:
+        counts = weights.sum(-1, keepdim=True)
+    odd = _odd_column(length, weights.dtype, weights.device)  # 2j + 1
     if not torch.equal(weights @ odd, counts * counts):
         return None
-    return counts.long().sub_(1).clamp_(min=0), counts > 0
+    return counts.sub(0.5).long(), counts > 0
 
 
 def _searched_last_positions(
@@ -438,21 +448,25 @@ def _check_row_values(values: torch.Tensor, mask: torch.Tensor) -> None:
         raise ValueError(f"values must be [B] = [{mask.shape[0]}]; got shape {tuple(values.shape)}")
 
 
-def _minus_on_last_token(
-    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
+def _plus_on_last_token(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    counts: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``rewards - core.on_last_token(values, mask)`` (a new tensor, bit for bit the same: a
-    copy of ``rewards`` with ``-values`` added at each row's last valid token, since
-    a - b == a + (-b) and x + (-0.0) == x in IEEE arithmetic), without building the placed
-    ``[B, T]`` tensor and subtracting it: one ``[B, T]`` allocation (fresh pages cost more
-    than the arithmetic on CPU), which first holds the last-position search when one is
-    needed."""
+    """``rewards + core.on_last_token(values, mask)`` as a new tensor, bit for bit (a copy of
+    ``rewards`` with ``values`` added at each row's last valid token, and -0.0, which changes
+    no bit, on a row without one), without building the placed ``[B, T]`` tensor and adding
+    it: one ``[B, T]`` allocation (fresh pages cost more than the arithmetic on CPU), which
+    first holds the last-position search when one is needed. The reward path passes minus the
+    penalty: ``a + (-b)`` has the bits of ``a - b``. ``counts``: ``mask``'s row sums ``[B, 1]``
+    as float, when the caller has them."""
     _check_row_values(values, mask)
     dtype = rewards.dtype
     if values.dtype != dtype:
         dtype = torch.promote_types(dtype, values.dtype)
     weights = _float_mask(mask)  # converted once: the searches take it as it is
-    found = _prefix_last_positions(weights)
+    found = _prefix_last_positions(weights, counts)
     if found is not None:
         index, has = found
         out = rewards.to(dtype=dtype, memory_format=torch.contiguous_format, copy=True)
@@ -465,11 +479,12 @@ def _minus_on_last_token(
         values = values.to(device=out.device, dtype=dtype)
     if index.device != out.device:
         index, has = index.to(out.device), has.to(out.device)
-    return out.scatter_add_(1, index, torch.where(has, values.unsqueeze(-1).neg(), -0.0))
+    return out.scatter_add_(1, index, torch.where(has, values.view(-1, 1), -0.0))
 
 
 def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Tensor:
-    """``values`` ``[B]`` minus the mean of its group (``index``: verl's ``uid`` per row).
+    """``values`` ``[B]`` minus the mean of its group (``index``: verl's ``uid`` per row), as a
+    ``[B, 1]`` column.
 
     verl's GRPO advantage without the std (``compute_grpo_outcome_advantage(...,
     norm_adv_by_std_in_grpo=False)`` on a reward that sits on one token), vectorised: a group
@@ -490,7 +505,7 @@ def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Te
             keys[j::group] == firsts for j in range(1, group)
         ):
             rows = values.view(-1, group)
-            return (rows - rows.mean(1, keepdim=True)).view(-1)
+            return (rows - rows.mean(1, keepdim=True)).view(-1, 1)
     ids: dict[Any, int] = {}
     inverse = torch.tensor(
         [ids.setdefault(key, len(ids)) for key in keys], device=values.device, dtype=torch.long
@@ -499,7 +514,7 @@ def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Te
     sums = torch.zeros(len(ids), dtype=values.dtype, device=values.device)
     sums.index_add_(0, inverse, values)
     means = torch.where(counts > 1, sums / counts.to(values.dtype), torch.zeros_like(sums))
-    return values - means[inverse]
+    return (values - means[inverse]).view(-1, 1)
 
 
 def _compute_advantage(
@@ -513,8 +528,12 @@ def _compute_advantage(
 ) -> Any:
     """verl's ``compute_advantage``; with ``kl_outside_std`` the KL skips GRPO's 1/std.
 
-    verl's estimator runs once, on the task score; the penalty's group-centred part is added
-    after it (:func:`_group_centred`), not through a second run of verl's per-row loop.
+    ``apply_kl_penalty`` has already placed the penalty on each row's last token of
+    ``token_level_rewards``. verl's GRPO runs once, on ``token_level_scores`` (put in the
+    rewards' place for the call, the penalized rewards back afterwards); the penalty's
+    group-centred part is then added to its advantages (:func:`_group_centred`), not through a
+    second run of verl's per-row loop. Other estimators (and GRPO without the std) run on the
+    penalized rewards, where the KL outside the std is what they compute anyway.
     """
     original = _original("verl.trainer.ppo.ray_trainer", "compute_advantage")
     kwargs = {
@@ -524,26 +543,29 @@ def _compute_advantage(
         "norm_adv_by_std_in_grpo": norm_adv_by_std_in_grpo,
         "config": config,
     }
-    penalty = data.batch.pop(PENALTY_KEY, None)  # [B]: the sequence penalty
-    if penalty is None:
+    if PENALTY_KEY not in data.batch:  # (cheaper than popping a missing key)
         return original(data, adv_estimator, **kwargs)
-    mask = data.batch["response_mask"]
+    negative = data.batch.pop(PENALTY_KEY)  # [B]: minus the sequence penalty
     if str(getattr(adv_estimator, "value", adv_estimator)) != "grpo" or not norm_adv_by_std_in_grpo:
-        rewards = data.batch["token_level_rewards"]
-        data.batch["token_level_rewards"] = _minus_on_last_token(rewards, penalty, mask)
-        return original(data, adv_estimator, **kwargs)
-    data = original(data, adv_estimator, **kwargs)
+        return original(data, adv_estimator, **kwargs)  # the rewards carry the whole penalty
+    # verl's GRPO on the task score alone; the penalized rewards go back afterwards
+    penalized = data.batch["token_level_rewards"]
+    data.batch["token_level_rewards"] = data.batch["token_level_scores"]
+    try:
+        data = original(data, adv_estimator, **kwargs)
+    finally:
+        data.batch["token_level_rewards"] = penalized
+    mask = data.batch["response_mask"]
     uid = data.non_tensor_batch["uid"]
-    centred = _group_centred(penalty, uid, int(num_repeat)).view(-1, 1)
+    # minus the centred penalty: centring is exact under negation ((-a) - mean(-a) has the
+    # bits of -(a - mean(a))), so this adds the bits of subtracting the centred penalty
+    centred = _group_centred(negative, uid, int(num_repeat))
     # in place: verl's GRPO has just made these tensors (no one else holds them) and returns one
-    # tensor as both advantages and returns: one pass, no fresh [B, T] buffer; value=-1
-    # subtracts the centred penalty (-(x * m) has the bits of (-x) * m)
+    # tensor as both advantages and returns: one pass, no fresh [B, T] buffer
     advantages, returns = data.batch["advantages"], data.batch["returns"]
-    advantages.addcmul_(centred, mask, value=-1)
+    advantages.addcmul_(centred, mask)
     if returns is not advantages:
-        returns.addcmul_(centred, mask, value=-1)
-    rewards = data.batch["token_level_rewards"]
-    data.batch["token_level_rewards"] = _minus_on_last_token(rewards, penalty, mask)
+        returns.addcmul_(centred, mask)
     return data
 
 

@@ -274,13 +274,17 @@ def _ragged_masks() -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("which", range(4), ids=["float", "bool", "long", "double"])
-def test_last_token_subtraction_equals_core_placement(which: int) -> None:
+@pytest.mark.parametrize("shared_counts", [False, True], ids=["own-counts", "caller-counts"])
+def test_last_token_subtraction_equals_core_placement(which: int, shared_counts: bool) -> None:
+    """The reward path adds minus the penalty on the last token: the bits of subtracting the
+    placed penalty (counts computed here, or handed over by the caller)."""
     mask = _ragged_masks()[which]
     values = torch.tensor([0.5, float("nan"), -2.0, 3.0])  # NaN on the row with no valid token
     rewards = torch.randn(mask.shape, generator=torch.Generator().manual_seed(20))
     rewards[1, 0] = 0.0  # an empty row's first slot: +0.0 must stay +0.0
     rewards[3, 2] = float("nan")  # a NaN reward elsewhere stays where it is
-    ours = patch._minus_on_last_token(rewards, values, mask)
+    counts = mask.float().sum(-1, keepdim=True) if shared_counts else None
+    ours = patch._plus_on_last_token(rewards, values.neg(), mask, counts)
     theirs = rewards - core.on_last_token(values, mask)
     assert torch.equal(ours.isnan(), theirs.isnan())
     assert torch.equal(ours.nan_to_num(), theirs.nan_to_num())  # bit for bit, NaNs aside
@@ -289,7 +293,7 @@ def test_last_token_subtraction_equals_core_placement(which: int) -> None:
     assert ours[3, 0] == rewards[3, 0] - 3.0 and torch.equal(ours[1], rewards[1])
     assert ours.data_ptr() != rewards.data_ptr()  # a new tensor: verl's scores stay as they are
     with pytest.raises(ValueError, match="values must be"):
-        patch._minus_on_last_token(rewards, values[:2], mask)
+        patch._plus_on_last_token(rewards, values[:2], mask)
 
 
 def _last_valid_brute_force(mask: torch.Tensor) -> tuple[list[int], list[bool]]:
@@ -350,7 +354,9 @@ def test_group_centring_equals_verl_grpo_without_std() -> None:
         norm_adv_by_std_in_grpo=False,
     )
     ours = patch._group_centred(values, uid)
-    torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
+    assert ours.shape == (9, 1)
+    torch.testing.assert_close(ours * mask, theirs, atol=1e-7, rtol=0)
+    assert torch.equal(patch._group_centred(values.neg(), uid), ours.neg())  # exact under -
     assert ours[7] == values[7]  # "d" is alone: verl leaves its value (mean 0)
     assert abs(float(ours[[0, 2, 5, 8]].sum())) < 1e-6  # "a" is centred
 
@@ -379,7 +385,8 @@ def test_group_centring_with_block_hint_equals_verl(uid: list[str]) -> None:
     )
     for hint in (0, 3):
         ours = patch._group_centred(values, index, hint)
-        torch.testing.assert_close(ours.unsqueeze(-1) * mask, theirs, atol=1e-7, rtol=0)
+        torch.testing.assert_close(ours * mask, theirs, atol=1e-7, rtol=0)
+        assert torch.equal(patch._group_centred(values.neg(), index, hint), ours.neg())
     if uid[6] == "a":  # could fail: the split group is centred on all six of its rows
         assert abs(float(patch._group_centred(values, index, 3)[[0, 1, 2, 6, 7, 8]].sum())) < 1e-6
 
