@@ -49,7 +49,7 @@ from kl_patches.config import KLConfig
 
 from . import canaries, offpolicy
 from .delivery import PatchSpec
-from .versions import LOSS_PATCH, MARKER, SIGNATURES, SUPPORT
+from .versions import GRPO_LIKE, LOSS_PATCH, MARKER, SIGNATURES, SUPPORT
 
 SOURCES: dict[tuple[str, str], str] = {
     ("verl.trainer.ppo.ray_trainer", "apply_kl_penalty"): "_apply_kl_penalty",
@@ -401,10 +401,11 @@ def _prefix_last_positions(
     A row of n valid tokens is the prefix 0..n-1 exactly when the sum of its
     (2 * position + 1) * mask is n * n (any other n distinct positions sum to more), and then
     its last valid index is n - 1 (``n - 0.5`` truncated toward zero, exact as n < 2**23:
-    0 for an empty row, whose flag is False). Every count and sum is an integer below 2**24 (float32; the
-    test is skipped where it could exceed that), so the float arithmetic is exact; it runs on
-    CPU with IEEE float32 matrix products only (elsewhere, and under reduced matmul precision,
-    the caller searches). ``counts``: the caller's ``weights.sum(-1, keepdim=True)``.
+    0 for an empty row, whose flag is False). Every count and sum is an integer below 2**24
+    (float32; the test is skipped where it could exceed that), so the float arithmetic is
+    exact; it runs on CPU with IEEE float32 matrix products only (elsewhere, and under reduced
+    matmul precision, the caller searches). ``counts``: the caller's
+    ``weights.sum(-1, keepdim=True)``.
     """
     length = weights.shape[-1]
     exact = weights.dtype == torch.float64 or length * length < _EXACT_SUMS
@@ -532,8 +533,11 @@ def _compute_advantage(
     ``token_level_rewards``. verl's GRPO runs once, on ``token_level_scores`` (put in the
     rewards' place for the call, the penalized rewards back afterwards); the penalty's
     group-centred part is then added to its advantages (:func:`_group_centred`), not through a
-    second run of verl's per-row loop. Other estimators (and GRPO without the std) run on the
-    penalized rewards, where the KL outside the std is what they compute anyway.
+    second run of verl's per-row loop. ``grpo_vectorized`` takes the same route: verl's
+    ``compute_advantage`` does not pass it ``norm_adv_by_std_in_grpo`` (0.6-0.9.1), so it always
+    divides by the std (and were the flag passed, centring after a std-free GRPO is what GRPO on
+    the penalized rewards gives). Other estimators, and ``grpo`` without the std, run on the
+    penalized rewards.
     """
     original = _original("verl.trainer.ppo.ray_trainer", "compute_advantage")
     kwargs = {
@@ -546,7 +550,8 @@ def _compute_advantage(
     if PENALTY_KEY not in data.batch:  # (cheaper than popping a missing key)
         return original(data, adv_estimator, **kwargs)
     negative = data.batch.pop(PENALTY_KEY)  # [B]: minus the sequence penalty
-    if str(getattr(adv_estimator, "value", adv_estimator)) != "grpo" or not norm_adv_by_std_in_grpo:
+    name = str(getattr(adv_estimator, "value", adv_estimator))
+    if name not in GRPO_LIKE or (name == "grpo" and not norm_adv_by_std_in_grpo):
         return original(data, adv_estimator, **kwargs)  # the rewards carry the whole penalty
     # verl's GRPO on the task score alone; the penalized rewards go back afterwards
     penalized = data.batch["token_level_rewards"]

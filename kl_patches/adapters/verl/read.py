@@ -777,7 +777,10 @@ def _findings(
             )
         )
     outside_std = spec is not None and spec.kl_outside_std and reward.name == MARKER
-    std_on = bool(s["algorithm.norm_adv_by_std_in_grpo"])
+    # grpo_vectorized divides by the std whatever norm_adv_by_std_in_grpo says: verl's
+    # compute_advantage does not pass it the flag (0.6.0-0.9.1, where the estimator exists)
+    vectorized = adv == "grpo_vectorized"
+    std_on = vectorized or bool(s["algorithm.norm_adv_by_std_in_grpo"])
     if reward.on and adv in GRPO_LIKE and std_on and not outside_std:
         out.append(
             Finding(
@@ -791,7 +794,14 @@ def _findings(
                     if loss.on
                     else "."
                 ),
-                fix="algorithm.norm_adv_by_std_in_grpo=False, or kl-patches' kl_outside_std patch",
+                fix=(
+                    "algorithm.adv_estimator=grpo with algorithm.norm_adv_by_std_in_grpo=False "
+                    "(grpo_vectorized is not passed that flag: it always divides by the std), "
+                    "or kl-patches' kl_outside_std patch"
+                    if vectorized
+                    else "algorithm.norm_adv_by_std_in_grpo=False, or kl-patches' kl_outside_std "
+                    "patch"
+                ),
             )
         )
     if reward.on and str(s["algorithm.kl_ctrl.type"]) == "adaptive":

@@ -187,10 +187,10 @@ def test_coefficient_mismatch_raises() -> None:
         losses.ppo_loss(actor_for(PATCHED[0].replace(coef=0.3)), out, data)
 
 
-def _grpo(config: KLConfig, r, kl_outside_std: bool = False):  # type: ignore[no-untyped-def]
+def _grpo(config: KLConfig, r, kl_outside_std: bool = False, estimator: str = "grpo"):  # type: ignore[no-untyped-def]
     overrides = [
         *kv.to_overrides(config, kl_outside_std=kl_outside_std),
-        "algorithm.adv_estimator=grpo",
+        f"algorithm.adv_estimator={estimator}",
     ]
     cfg = overlay(overrides)
     kv.apply(translate.patch_spec_of(translate.settings_of(cfg)))
@@ -200,7 +200,7 @@ def _grpo(config: KLConfig, r, kl_outside_std: bool = False):  # type: ignore[no
         cfg.algorithm.kl_penalty,
     )
     assert metrics["kl_patches/active"] == 1.0
-    return ray_trainer.compute_advantage(data, "grpo", num_repeat=4, config=cfg.algorithm)
+    return ray_trainer.compute_advantage(data, estimator, num_repeat=4, config=cfg.algorithm)
 
 
 def test_sequence_level_k2_reward_through_grpo() -> None:
@@ -216,21 +216,28 @@ def test_sequence_level_k2_reward_through_grpo() -> None:
     torch.testing.assert_close(data.batch["advantages"], ref.batch["advantages"], **TOL)
 
 
-def test_kl_outside_grpo_std() -> None:
-    """A_i = (R_i - mean R) / (std R + 1e-6) - (P_i - mean P) within each group of 4."""
+@pytest.mark.parametrize("estimator", ["grpo", "grpo_vectorized"])
+def test_kl_outside_grpo_std(estimator: str) -> None:
+    """A_i = (R_i - mean R) / (std R + 1e-6) - (P_i - mean P) within each group of 4, for both
+    of verl's GRPO estimators; the rewards carry the penalty on the last token."""
     config = KLConfig(estimator="k1", placement="reward", coef=0.1)
     r = make_rollout(seed=14)
-    data = _grpo(config, r, kl_outside_std=True)
+    data = _grpo(config, r, kl_outside_std=True, estimator=estimator)
     penalty = core.reward_penalty(r.old_logp, r.ref_logp, r.mask, config)
     score, pen = r.score.view(-1, 4), penalty.view(-1, 4)
     scaled = (score - score.mean(1, keepdim=True)) / (score.std(1, keepdim=True) + 1e-6)
     expected = (scaled - (pen - pen.mean(1, keepdim=True))).reshape(-1)
     torch.testing.assert_close(data.batch["advantages"], expected[:, None] * r.mask, **TOL)
+    assert torch.equal(data.batch["returns"], data.batch["advantages"])
+    placed = last_token(r.score - penalty, r.mask)
+    torch.testing.assert_close(data.batch["token_level_rewards"], placed, **TOL)
+    assert torch.equal(data.batch["token_level_scores"], r.token_scores)  # not written to
+    assert patch.PENALTY_KEY not in data.batch
     # And it differs from verl's native GRPO, which divides the KL by the std as well.
     kv.revert()
     native_data = to_dataproto(r)
-    native_data.batch["token_level_rewards"] = last_token(r.score - penalty, r.mask)
-    native_adv = ray_trainer.compute_advantage(native_data, "grpo", num_repeat=4).batch[
+    native_data.batch["token_level_rewards"] = placed
+    native_adv = ray_trainer.compute_advantage(native_data, estimator, num_repeat=4).batch[
         "advantages"
     ]
     assert (native_adv - data.batch["advantages"]).abs().max() > 1e-3

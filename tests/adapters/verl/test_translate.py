@@ -141,6 +141,20 @@ def test_kl_outside_std_validation() -> None:
     assert {"verl.kl_patches_patch"} == codes(kv.read(grpo))
     native_grpo = [*kv.to_overrides(KLConfig(coef=0.1)), "algorithm.adv_estimator=grpo"]
     assert "verl.std_scaled_kl" in codes(kv.read(native_grpo))
+    assert "verl.std_scaled_kl" not in codes(
+        kv.read([*native_grpo, "algorithm.norm_adv_by_std_in_grpo=False"])
+    )
+    # verl's compute_advantage does not pass the flag to grpo_vectorized: the std stays
+    vectorized = [
+        *kv.to_overrides(KLConfig(coef=0.1)),
+        "algorithm.adv_estimator=grpo_vectorized",
+        "algorithm.norm_adv_by_std_in_grpo=False",
+    ]
+    found = {f.code: f for f in kv.read(vectorized).findings}
+    assert "grpo_vectorized is not passed" in found["verl.std_scaled_kl"].fix
+    assert {"verl.kl_patches_patch"} == codes(
+        kv.read([*overrides, "algorithm.adv_estimator=grpo_vectorized"])
+    )
 
 
 # ----------------------------------------------------------------------------- real verl config
