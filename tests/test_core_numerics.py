@@ -55,6 +55,27 @@ CONFIGS = {
 }
 
 
+# ----------------------------------------------------------------------------- mask dtypes
+@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8])
+def test_a_non_bool_mask_counts_every_nonzero_entry(call: str, dtype: torch.dtype) -> None:
+    """Any nonzero mask entry is a valid token (-1, 2.5 and NaN included; -0.0 is not): the
+    results equal those of the bool mask ``mask != 0``, bit for bit."""
+    logp, ref, bool_mask = _batch(torch.float32)
+    codes = torch.tensor([[1, 2, 0, -1, 3], [1, 1, 1, 0, 0], [5, 0, 0, 0, 0]])
+    mask = codes.to(dtype)
+    if dtype.is_floating_point:
+        mask[0, 1], mask[0, 2], mask[0, 4] = 2.5, -0.0, float("nan")
+    if dtype == torch.uint8:
+        mask[0, 3] = 255  # (-1 wraps around: still nonzero)
+    expected_valid = mask != 0
+    assert expected_valid.tolist() == [[True] * 2 + [False] + [True] * 2, *bool_mask[1:].tolist()]
+    cfg = CONFIGS["k3"]
+    got = CALLS[call](logp, ref, mask, cfg)
+    want = CALLS[call](logp, ref, expected_valid, cfg)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
 # ----------------------------------------------------------------------------- finiteness
 @pytest.mark.parametrize("call", sorted(CALLS))
 @pytest.mark.parametrize("cfg_name", sorted(CONFIGS))
