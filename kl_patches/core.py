@@ -106,6 +106,12 @@ def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
     return mask if mask.dtype == torch.bool else mask.bool()
 
 
+def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x.to(dtype)``, without the call when ``x`` has that dtype already (a same-dtype
+    ``.to()`` returns ``x`` too, but is still a dispatched call)."""
+    return x if x.dtype == dtype else x.to(dtype)
+
+
 def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> None:
     shape = logp.shape
     if len(shape) == 2 and shape == ref_logp.shape == mask.shape:
@@ -278,9 +284,7 @@ def _token_terms(
         factor = _zero_invalid_(factor, valid)
     if late:
         return _zero_invalid_(values.to(out_dtype), valid), None, None
-    if values.dtype != out_dtype:  # (a same-dtype .to() is still a dispatched call)
-        values = values.to(out_dtype)
-    return values, factor if need_grad else None, probe
+    return _cast(values, out_dtype), factor if need_grad else None, probe
 
 
 def _token_grads(
@@ -638,7 +642,7 @@ def sequence_kl(
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         value, probe = _sequence(logp, ref_logp, valid, config)
-        return (value if value.dtype == logp.dtype else value.to(logp.dtype)), probe
+        return _cast(value, logp.dtype), probe
 
     return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "sequence_kl")
 
@@ -696,7 +700,7 @@ def reward_penalty(
         def to_go(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
             terms, probe = _values(logp, ref_logp, valid, config)
             total = terms.flip(-1).cumsum(-1).flip(-1)
-            return _zero_invalid(total, valid).mul_(config.coef).to(logp.dtype), probe
+            return _cast(_zero_invalid(total, valid).mul_(config.coef), logp.dtype), probe
 
         return _guarded(to_go, logp, ref_logp, _bool_mask(mask), config, "reward_penalty")
     if not config.has_reward:
@@ -704,7 +708,7 @@ def reward_penalty(
 
     def sequence(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         value, probe = _sequence(logp, ref_logp, valid, config)
-        return (value * config.coef).to(logp.dtype), probe
+        return _cast(value * config.coef, logp.dtype), probe
 
     return _guarded(sequence, logp, ref_logp, _bool_mask(mask), config, "reward_penalty")
 
@@ -731,7 +735,7 @@ def prefix_log_weights(
     log_w = step.cumsum(-1)
     if is_clip is not None:
         log_w = log_w.clamp(max=math.log(is_clip))
-    return _zero_invalid(log_w, m).to(logp.dtype)
+    return _cast(_zero_invalid(log_w, m), logp.dtype)
 
 
 def importance_weighted_penalty(
@@ -802,7 +806,7 @@ def importance_weighted_penalty(
         if trainer_ratio:
             denom = behaviour if ratio is None else ratio
             penalty = penalty * torch.exp(-_zero_invalid(lp - denom, valid))
-        return (config.coef * _zero_invalid(penalty, valid)).to(logp.dtype), probe
+        return _cast(config.coef * _zero_invalid(penalty, valid), logp.dtype), probe
 
     extra = (("behaviour_logp", behaviour), ("ratio_logp", ratio if trainer_ratio else None))
     return _guarded(fast, lp, rl, _bool_mask(mask), config, "importance_weighted_penalty", extra)
@@ -842,7 +846,7 @@ def importance_weighted_surrogate(
     product = torch.where(
         weight == 0, torch.zeros((), dtype=work, device=weight.device), logp.to(work) * weight
     )
-    return aggregate(product, mask, "sum", num_sequences=num_sequences).to(logp.dtype)
+    return _cast(aggregate(product, mask, "sum", num_sequences=num_sequences), logp.dtype)
 
 
 def _last_token(mask: torch.Tensor) -> torch.Tensor:
@@ -877,7 +881,7 @@ def per_token_kl(
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         value, probe = _sequence(logp, ref_logp, valid, config)
-        return (value / valid.sum(-1).clamp(min=1)).to(logp.dtype), probe
+        return _cast(value / valid.sum(-1).clamp(min=1), logp.dtype), probe
 
     return _guarded(fast, logp, ref_logp, _bool_mask(mask), config, "per_token_kl")
 
@@ -955,7 +959,7 @@ def loss_per_token(
 
     def fast(valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         values, probe = _loss_values(logp, ref_logp, valid, config, old_logp)
-        return values.to(logp.dtype), probe
+        return _cast(values, logp.dtype), probe
 
     return _guarded(
         fast,
@@ -1140,7 +1144,7 @@ def loss_term(
     def fast(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         values, probe = _loss_values(logp, ref_logp, v, config, old_logp)
         total = _reduce(values, v, config.loss_aggregation, normalizer, num_sequences)
-        return (config.loss_coef_value * total).to(logp.dtype), probe
+        return _cast(config.loss_coef_value * total, logp.dtype), probe
 
     try:
         return _guarded(
