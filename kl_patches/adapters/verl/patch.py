@@ -307,7 +307,7 @@ def _apply_kl_penalty(
             "reward side; set algorithm.use_kl_in_reward=False"
         )
     mask = data.batch["response_mask"]
-    valid = mask.bool()  # the core's mask != 0, converted once (and .bool() is faster on CPU)
+    valid = mask.bool()  # the core's mask != 0, converted once for its two or three calls
     old, ref = _detached(data.batch["old_log_probs"]), _detached(data.batch["ref_log_prob"])
     scores = data.batch["token_level_scores"]
     weights = _float_mask(mask)
@@ -360,8 +360,8 @@ def _float_mask(mask: torch.Tensor) -> torch.Tensor:
 
 @functools.lru_cache(maxsize=32)
 def _odd_column(length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``[length, 1]`` column of 2j + 1 (cached; never written to)."""
-    return torch.arange(1, 2 * length, 2, dtype=dtype, device=device).unsqueeze(-1)
+    """``[length, 1]`` column of 2j + 1 (cached, view included; never written to)."""
+    return _arange(1, 2 * length, 2, dtype, device).unsqueeze(-1)
 
 
 @functools.lru_cache(maxsize=32)
@@ -432,6 +432,7 @@ def _searched_last_positions(
         torch.mul(weights, positions, out=buffer) if buffer is not None else weights * positions
     )
     top = product.amax(-1, keepdim=True)
+    # not the prefix test's top - 0.5 truncation: top reaches 2**24 here, past its exact range
     return top.long().sub_(1).clamp_(min=0), top > 0
 
 

@@ -796,12 +796,11 @@ def _findings(
                 ),
                 fix=(
                     "algorithm.adv_estimator=grpo with algorithm.norm_adv_by_std_in_grpo=False "
-                    "(grpo_vectorized is not passed that flag: it always divides by the std), "
-                    "or kl-patches' kl_outside_std patch"
+                    "(grpo_vectorized is not passed that flag: it always divides by the std)"
                     if vectorized
-                    else "algorithm.norm_adv_by_std_in_grpo=False, or kl-patches' kl_outside_std "
-                    "patch"
-                ),
+                    else "algorithm.norm_adv_by_std_in_grpo=False"
+                )
+                + ", or kl-patches' kl_outside_std patch",
             )
         )
     if reward.on and str(s["algorithm.kl_ctrl.type"]) == "adaptive":
