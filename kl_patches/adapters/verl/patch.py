@@ -307,7 +307,7 @@ def _apply_kl_penalty(
             "reward side; set algorithm.use_kl_in_reward=False"
         )
     mask = data.batch["response_mask"]
-    valid = mask.bool()  # the core's mask != 0, converted once for its two or three calls
+    valid = mask.bool()  # the core's mask != 0, once for the one or two core calls below
     old, ref = _detached(data.batch["old_log_probs"]), _detached(data.batch["ref_log_prob"])
     scores = data.batch["token_level_scores"]
     weights = _float_mask(mask)
