@@ -29,6 +29,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import machine  # benchmarks/machine.py (this script's folder is on sys.path)
+
 HERE = Path(__file__).resolve().parent
 LIBS = ("trl", "verl", "openrlhf")
 SLOW = ("bench_trl_real.py",)
@@ -179,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         f"UTC; {platform.machine()}, {os.cpu_count()} CPU cores, Python "
         f"{platform.python_version()}. CPU only: timings on a shared machine are noisy, read "
         "the ratios.",
+        "",
+        f"Machine (this interpreter's torch): {machine.describe()}.",
         "",
         DEVICE_NOTE,
         "",
