@@ -11,7 +11,7 @@ of 20 calls, thread CPU time).
 Why the exp probe: torch's CPU ``exp`` on float32 and float64 calls MKL's vector math
 (``vsExp``), and its bfloat16 ``exp`` uses ATen's own vectorised code. MKL takes its fast code
 path only on Intel CPUs: on an AMD EPYC (Zen 4) with torch 2.13's wheel, float32 ``exp`` took
-137-162 us against 65-80 us for bfloat16, and 30 us when MKL was made to believe the CPU was
+137-166 us against 65-82 us for bfloat16, and 28-30 us when MKL was made to believe the CPU was
 Intel (a preloaded ``mkl_serv_intel_cpu_true`` returning 1; a diagnosis, not something the
 benchmarks do; the two MKL paths differ by one float32 ulp on 1.6% of a million inputs in
 [-20, 20]). ``kl_patches.core`` computes half-precision inputs in float32 on purpose, so on such
@@ -22,11 +22,10 @@ exp in bfloat16. On the machine of the earlier official runs float32 exp took 21
 from __future__ import annotations
 
 import platform
-import statistics
-import time
 from pathlib import Path
 
 import torch
+from bench_core import median_time  # this script's folder is on sys.path
 
 
 def cpu_model() -> tuple[str, str]:
@@ -49,7 +48,8 @@ def cpu_model() -> tuple[str, str]:
 def exp_times(
     shape: tuple[int, int] = (64, 2048), samples: int = 50, calls: int = 20
 ) -> dict[str, float]:
-    """Median microseconds of one ``torch.exp`` call per dtype (float32, bfloat16), one thread."""
+    """Median microseconds of one ``torch.exp`` call per dtype (float32, bfloat16), one thread
+    (``bench_core.median_time``, the core benchmark's own timer)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -57,15 +57,8 @@ def exp_times(
         out: dict[str, float] = {}
         for dtype in (torch.float32, torch.bfloat16):
             y = x.to(dtype)
-            for _ in range(3):
-                torch.exp(y)
-            times = []
-            for _ in range(samples):
-                start = time.thread_time_ns()
-                for _ in range(calls):
-                    torch.exp(y)
-                times.append((time.thread_time_ns() - start) / calls / 1e3)
-            out[str(dtype).removeprefix("torch.")] = statistics.median(times)
+            seconds = median_time(lambda y=y: torch.exp(y), samples, "cpu", calls)
+            out[str(dtype).removeprefix("torch.")] = seconds * 1e6
         return out
     finally:
         torch.set_num_threads(threads)
