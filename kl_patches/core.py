@@ -195,11 +195,12 @@ def _empty(like: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor
 
 
 def _indicator(a: torch.Tensor, b: torch.Tensor, plain: bool) -> torch.Tensor:
-    """Float 1.0 where ``a == b``, else 0.0 (written straight into a float buffer, unless
-    under a torch.func transform: ``plain=False``, no ``out=`` there)."""
+    """Float 1.0 where ``a == b``, else 0.0, written over ``b`` (a buffer of our own that
+    the caller no longer needs: one [B, T] buffer fewer at the peak), unless under a
+    torch.func transform (``plain=False``: no ``out=`` there, a new tensor)."""
     if not plain:
         return (a == b).to(a.dtype)
-    return torch.eq(a, b, out=torch.empty_like(a))
+    return torch.eq(a, b, out=b)
 
 
 def _token_terms(
@@ -250,7 +251,7 @@ def _token_terms(
     if log_ratio_clamp is not None:
         if need_grad:
             xc = x.clamp(-log_ratio_clamp, log_ratio_clamp)
-            keep = _indicator(xc, x, plain)  # torch.clamp's own pass-through rule
+            keep = _indicator(xc, x, plain)  # torch.clamp's own pass-through rule (x's buffer)
             x = xc
         else:
             x = x.clamp_(-log_ratio_clamp, log_ratio_clamp)
@@ -263,20 +264,16 @@ def _token_terms(
     else:
         t = torch.exp(x).sub_(1.0)  # exp(d) - 1 and the next line are exact near d = 0
         if need_grad:
-            if keep is not None:
-                values = t - x
-            elif plain:
-                values = torch.sub(t, x, out=x)
-            else:  # no out= under torch.func transforms; t + (-x) has the bits of t - x
-                values = x.neg_().add_(t)
+            # no out= under torch.func transforms; t + (-x) has the bits of t - x
+            values = torch.sub(t, x, out=x) if plain else x.neg_().add_(t)
             factor = t if keep is None else t.mul_(keep)
         else:
             values, factor = t.sub_(x), None
     if kl_clamp is not None:
         if need_grad:
             vc = values.clamp(-kl_clamp, kl_clamp)
-            keep2 = _indicator(vc, values, plain)
-            factor = keep2 if factor is None else factor * keep2
+            keep2 = _indicator(vc, values, plain)  # in values' buffer (values is ours)
+            factor = keep2 if factor is None else factor.mul_(keep2)  # factor: ours too
             values = vc
         else:
             values = values.clamp_(-kl_clamp, kl_clamp)
