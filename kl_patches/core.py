@@ -269,6 +269,7 @@ def _token_terms(
             factor = t if keep is None else t.mul_(keep)
         else:
             values, factor = t.sub_(x), None
+            x = values  # drops the log-ratio's buffer before the cast: one [B, T] fewer at the peak
     if kl_clamp is not None:
         if need_grad:
             vc = values.clamp(-kl_clamp, kl_clamp)
