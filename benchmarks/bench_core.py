@@ -26,7 +26,9 @@ on the calling thread, so time the scheduler gives to other processes of a share
 not count); ``--clock wall`` for wall time. Also the largest difference core - native on valid
 tokens and each side's largest error against the estimator evaluated in float64 on the same
 inputs (core's float64 path, which the tests check against the textbook formulas), and the
-absolute cost of ``reward_penalty`` (k1, sequence) and ``loss_term`` (k3, sum).
+absolute cost of ``reward_penalty`` (k1, sequence) and ``loss_term`` (k3, sum). Memory: one
+more call of each side, forward and forward + backward, under the torch profiler
+(``alloc.peak_mib``: the CPU allocator's peak above the call's start), and core / native.
 
 ``--full-kl``: the exact full-vocabulary monitor ``core.full_kl`` over ``tokens`` positions at
 V=32k, chunked, against the naive one-shot log_softmax; time and the peak resident-memory
@@ -58,8 +60,9 @@ from pathlib import Path
 from types import CodeType
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
+import alloc  # noqa: E402  (benchmarks/alloc.py)
 import torch  # noqa: E402
 
 from kl_patches import core  # noqa: E402
@@ -245,6 +248,11 @@ def _estimator_rows(
         bwd = paired_times(forward_backward(lib_fn), forward_backward(core_fn), pairs, clock, calls)
         with torch.no_grad():
             diff = (lib_fn(base, ref).double() - core_fn(base, ref).double())[mask].abs().max()
+        mib = {
+            (side, part): alloc.peak_mib(make(fn), f"{side} {part}")
+            for side, fn in (("native", lib_fn), ("core", core_fn))
+            for part, make in (("fwd", forward), ("fwd_bwd", forward_backward))
+        }
         rows.append(
             {
                 **common,
@@ -252,6 +260,8 @@ def _estimator_rows(
                 "forward_ms": 1e3 * fwd["native"],
                 "fwd_bwd_ms": 1e3 * bwd["native"],
                 "max_err_vs_float64": _float64_error(lib_fn, cfg, base, ref, mask),
+                "fwd_mib": mib["native", "fwd"],
+                "fwd_bwd_mib": mib["native", "fwd_bwd"],
             }
         )
         rows.append(
@@ -268,6 +278,10 @@ def _estimator_rows(
                 "ratio_fwd_bwd_max": bwd["ratio_max"],
                 "max_abs_diff": float(diff),
                 "max_err_vs_float64": _float64_error(core_fn, cfg, base, ref, mask),
+                "fwd_mib": mib["core", "fwd"],
+                "fwd_bwd_mib": mib["core", "fwd_bwd"],
+                "memory_forward": mib["core", "fwd"] / mib["native", "fwd"],
+                "memory_fwd_bwd": mib["core", "fwd_bwd"] / mib["native", "fwd_bwd"],
                 "pairs": pairs,
                 "calls_per_sample": calls,
                 "clock": clock,

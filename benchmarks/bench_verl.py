@@ -44,7 +44,6 @@ The patch is reverted at the end.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import gc
 import os
@@ -53,7 +52,7 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,10 +61,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "adapters" / "verl")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import alloc  # noqa: E402  (benchmarks/alloc.py: this script's folder is on sys.path)
+import targets  # noqa: E402  (benchmarks/targets.py)
+
 GROUP = 8
 """Responses per prompt (verl's ``rollout.n``), the GRPO group."""
 COEF = 0.1
 """KL coefficient of every case."""
+TARGET = 1.10
+"""Issue 16's bound on every patched / native ratio here (CPU time, median over the pairs)."""
 ORIGINALS: dict[str, Any] = {}
 """verl's original ``apply_kl_penalty``, ``compute_advantage`` and ``ppo_loss`` (unpatched)."""
 
@@ -319,43 +323,10 @@ def check_path(run: Run, metrics: dict[str, Any]) -> None:
         raise RuntimeError(f"{run.label}: kl_patches/active={ran_marker}, expected {run.marker}")
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence file descriptor 2 (the profiler's C++ start/stop lines); exceptions still raise."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def peak_mib(run: Run) -> float:
-    """Peak torch CPU-allocator MiB above the start of one call, from the torch profiler."""
-    from torch._C._profiler import _EventType
-    from torch.profiler import ProfilerActivity, profile
-
+    """Peak torch CPU-allocator MiB above the start of one call (``alloc.peak_mib``)."""
     call = run.prepare()
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        check_path(run, call())
-    events = []
-    stack = list(prof.profiler.kineto_results.experimental_event_tree())  # type: ignore[union-attr]
-    while stack:
-        node = stack.pop()
-        stack += node.children
-        if node.typed[0] == _EventType.Allocation:
-            fields = node.extra_fields
-            events.append((node.start_time_ns, fields.alloc_size, fields.total_allocated))
-    if not events:
-        raise RuntimeError(f"{run.label}: the profiler recorded no allocation, memory not measured")
-    events.sort()
-    # The profiler's running total carries over from earlier profiled calls: start from its level
-    # before this call's first event.
-    start = events[0][2] - events[0][1]
-    return max(0, *(total - start for _, _, total in events)) / 2**20
+    return alloc.peak_mib(lambda: check_path(run, call()), run.label)
 
 
 def timed(run: Run) -> tuple[float, float]:
@@ -442,6 +413,16 @@ def report(
                 f"{case.patched.label:{wide}}{case.native.label:{wide_native}}{1e3 * n:10.2f}"
                 f"{1e3 * p:11.2f}{spread:>25}{statistics.median(wall):7.2f}x{native_m:11.2f}"
                 f"{patched_m:12.2f}{patched_m / native_m:7.2f}x"
+            )
+            targets.emit(
+                "bench_verl.py",
+                f"verl {case.patched.label} / {case.native.label}",
+                statistics.median(cpu),
+                min(cpu),
+                max(cpu),
+                TARGET,
+                patched_m / native_m if native_m else None,
+                f"thread CPU time per call, {len(cpu)} pairs",
             )
         print()
 

@@ -12,6 +12,11 @@ library's own function) and each adapter benchmark of that library (``bench_<lib
 in this interpreter. Prints one summary table and writes everything to ``--out`` as Markdown.
 A library without a venv, or a benchmark that fails, is reported as such, never dropped.
 
+The report opens with issue 16's targets: the core rows' ratios (bound :data:`CORE_TARGET`)
+and every ``KLP_TARGET`` line the adapter benchmarks print (:mod:`targets`), each with its
+median, min-max, memory ratio and met / NOT MET; those lines are kept as HTML comments after
+their benchmark's output, so a carried-over section keeps its targets.
+
 The slow benchmarks (:data:`SLOW`: the real-sized TRL model, about 30 minutes on a quiet
 2-core machine) run only with ``--slow``; without it their section of the previous ``--out``
 is carried over verbatim (it carries its own date) and the runs table says so.
@@ -30,11 +35,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import machine  # benchmarks/machine.py (this script's folder is on sys.path)
+import targets  # benchmarks/targets.py
 
 HERE = Path(__file__).resolve().parent
 LIBS = ("trl", "verl", "openrlhf")
 SLOW = ("bench_trl_real.py",)
 """Adapter benchmarks run only with ``--slow`` (about half an hour each on 2 cores)."""
+CORE_TARGET = 1.10
+"""Issue 16's bound on core.kl_terms / the library's own function, forward and fwd+bwd."""
+COMMENT = "<!-- "
+"""Target lines are kept in the report as HTML comments after their section's output, so that
+a section carried over from an earlier report brings its targets along."""
 DEVICE_NOTE = (
     "No GPU figures: no accelerator machine was lent to the task that produced them, so the "
     "bf16 GPU run of the real-sized benchmark (issue 16, item 5) is not done."
@@ -97,9 +108,80 @@ def json_rows(text: str) -> list[dict[str, object]]:
     return rows
 
 
+def core_targets(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Target rows for the core's kl_terms against each library's function (bench_core rows
+    carry no target lines: the bound is this report's)."""
+    out: list[dict[str, object]] = []
+    for row in rows:
+        for key, part in (("ratio_forward", "forward"), ("ratio_fwd_bwd", "forward+backward")):
+            if not isinstance(row.get(key), float):
+                continue
+            memory = row.get("memory_forward" if key == "ratio_forward" else "memory_fwd_bwd")
+            out.append(
+                {
+                    "benchmark": "bench_core.py",
+                    "what": f"{row['function']} / {row['library']}'s own, {part}",
+                    "ratio": row[key],
+                    "min": row[f"{key}_min"],
+                    "max": row[f"{key}_max"],
+                    "target": CORE_TARGET,
+                    "memory": memory,
+                    "measure": f"thread CPU time, {row.get('pairs')} pairs of "
+                    f"{row.get('calls_per_sample')}-call samples",
+                }
+            )
+    return out
+
+
+def carried_targets(section: str) -> list[dict[str, object]]:
+    """The target lines kept (as comments) in a section carried over from an earlier report."""
+    lines = [
+        line[len(COMMENT) : -len(" -->")]
+        for line in section.splitlines()
+        if line.startswith(COMMENT + targets.PREFIX) and line.endswith(" -->")
+    ]
+    rows, _ = targets.split("\n".join(lines))
+    return rows
+
+
+def target_lines(rows: list[dict[str, object]], carried: set[str]) -> list[str]:
+    """The summary table of every target of the run (those of carried sections marked)."""
+    out = [
+        "## Targets (issue 16)",
+        "",
+        "Each ratio is patched (or core) / native, the median over the interleaved pairs or "
+        "rounds of this run, with its min-max; met means the median is at most the target. "
+        "Memory: the peak-memory ratio of the same two sides (torch CPU-allocator peak for the "
+        "core and verl rows, process peak RSS for the real-sized TRL step).",
+        "",
+        "| benchmark | ratio | median (min-max) | target | memory | verdict | measured as |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        memory = r.get("memory")
+        mem = f"{memory:.2f}x" if isinstance(memory, float) else "-"
+        bench = str(r["benchmark"]) + (" (carried over)" if r["benchmark"] in carried else "")
+        out.append(
+            f"| {bench} | {r['what']} | {float(r['ratio']):.3f}x ({float(r['min']):.3f}-"  # type: ignore[arg-type]
+            f"{float(r['max']):.3f}) | <= {float(r['target']):.2f} | {mem} | "  # type: ignore[arg-type]
+            f"{'met' if targets.met(r) else 'NOT MET'} | {r['measure']} |"
+        )
+    if not rows:
+        out.append("| - | no target measured in this run | | | | | |")
+    return out
+
+
 def _ms(row: dict[str, object], key: str) -> str:
     value = row.get(key)
     return f"{value:.2f}" if isinstance(value, float) else "-"
+
+
+def _pair(row: dict[str, object], first: str, second: str, unit: str) -> str:
+    """``a / b`` of two float fields (forward / forward+backward), or "" without them."""
+    a, b = row.get(first), row.get(second)
+    if not isinstance(a, float) or not isinstance(b, float):
+        return ""
+    return f"{a:.2f}{unit} / {b:.2f}{unit}"
 
 
 def _ratio(row: dict[str, object], key: str) -> str:
@@ -133,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     carried: dict[str, str] = {}
     core_rows: list[dict[str, object]] = []
     adapter_out: dict[str, str] = {}
+    adapter_targets: dict[str, list[dict[str, object]]] = {}
+    target_rows: list[dict[str, object]] = []
     bench_core = str(HERE / "bench_core.py")
     for lib in libs:
         python = venv_python(lib)
@@ -155,10 +239,14 @@ def main(argv: list[str] | None = None) -> int:
             timeout = a.slow_timeout if script.name in SLOW else a.timeout
             rc, text, secs = run([str(python), str(script)], timeout)
             status.append((lib, script.name, "ok" if rc == 0 else f"FAILED (rc={rc})", secs))
+            found, text = targets.split(text)
+            target_rows += found
             adapter_out[script.name] = text
+            adapter_targets[script.name] = found
         for script in set(adapter_scripts(lib, True)) - set(scripts):
             if script.name in earlier:
                 carried[script.name] = earlier[script.name]
+                target_rows += carried_targets(earlier[script.name])
                 state = "carried over from the previous report (rerun with --slow)"
             else:
                 state = "not run (slow: use --slow)"
@@ -186,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         DEVICE_NOTE,
         "",
+        *target_lines(core_targets(core_rows) + target_rows, set(carried)),
+        "",
         "## Runs",
         "",
         "| library | benchmark | status | seconds |",
@@ -195,16 +285,21 @@ def main(argv: list[str] | None = None) -> int:
         "## Core vs each library's own KL function (B=64, T=2048, 1 thread; medians of "
         "interleaved pairs of 10-call samples, ratio median (min-max); see bench_core.py)",
         "",
+        "Peak MiB: torch's CPU allocator above the call's start (one call per side under the "
+        "profiler, forward / forward+backward); memory: core / native of the same.",
+        "",
         "| library | function | forward ms | fwd+bwd ms | core / native fwd | core / native "
-        "fwd+bwd | max abs diff | max err vs float64 |",
-        "|---|---|---|---|---|---|---|---|",
+        "fwd+bwd | peak MiB | memory | max abs diff | max err vs float64 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in core_rows:
         diff, err = row.get("max_abs_diff"), row.get("max_err_vs_float64")
         lines.append(
             f"| {row['library']} | {row['function']} | {_ms(row, 'forward_ms')} | "
             f"{_ms(row, 'fwd_bwd_ms')} | {_ratio(row, 'ratio_forward')} | "
-            f"{_ratio(row, 'ratio_fwd_bwd')} | {f'{diff:.1e}' if isinstance(diff, float) else ''} |"
+            f"{_ratio(row, 'ratio_fwd_bwd')} | {_pair(row, 'fwd_mib', 'fwd_bwd_mib', '')} | "
+            f"{_pair(row, 'memory_forward', 'memory_fwd_bwd', 'x')} | "
+            f"{f'{diff:.1e}' if isinstance(diff, float) else ''} |"
             f" {f'{err:.1e}' if isinstance(err, float) else ''} |"
         )
     lines += [
@@ -221,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, text in adapter_out.items():
         lines += ["", f"## {name}", "", "```", text.rstrip(), "```"]
+        found = adapter_targets.get(name, [])
+        kept = [f"{COMMENT}{targets.PREFIX}{json.dumps(r)} -->" for r in found]
+        lines += ["", *kept] if kept else []
     for text in carried.values():
         lines += ["", text]
     report = "\n".join(lines) + "\n"
