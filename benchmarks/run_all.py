@@ -113,6 +113,8 @@ def core_targets(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     carry no target lines: the bound is this report's)."""
     out: list[dict[str, object]] = []
     for row in rows:
+        if row.get("reference"):  # informative: not against the library's own expression
+            continue
         for key, part in (("ratio_forward", "forward"), ("ratio_fwd_bwd", "forward+backward")):
             if not isinstance(row.get(key), float):
                 continue
