@@ -270,12 +270,7 @@ def _estimator_rows(
                 "function": f"core.kl_terms({cfg.estimator}, as {lib}){tag}",
                 "forward_ms": 1e3 * fwd["ours"],
                 "fwd_bwd_ms": 1e3 * bwd["ours"],
-                "ratio_forward": fwd["ratio"],
-                "ratio_forward_min": fwd["ratio_min"],
-                "ratio_forward_max": fwd["ratio_max"],
-                "ratio_fwd_bwd": bwd["ratio"],
-                "ratio_fwd_bwd_min": bwd["ratio_min"],
-                "ratio_fwd_bwd_max": bwd["ratio_max"],
+                **_ratio_fields(fwd, bwd),
                 "max_abs_diff": float(diff),
                 "max_err_vs_float64": _float64_error(core_fn, cfg, base, ref, mask),
                 "fwd_mib": mib["core", "fwd"],
@@ -327,6 +322,18 @@ def _estimator_rows(
     return rows
 
 
+def _ratio_fields(fwd: dict[str, float], bwd: dict[str, float]) -> dict[str, float]:
+    """The ratio columns of a row from :func:`paired_times`' forward and forward+backward."""
+    return {
+        "ratio_forward": fwd["ratio"],
+        "ratio_forward_min": fwd["ratio_min"],
+        "ratio_forward_max": fwd["ratio_max"],
+        "ratio_fwd_bwd": bwd["ratio"],
+        "ratio_fwd_bwd_min": bwd["ratio_min"],
+        "ratio_fwd_bwd_max": bwd["ratio_max"],
+    }
+
+
 def _float32_native_row(
     lib_fn: Fn,
     core_fn: Fn,
@@ -361,12 +368,7 @@ def _float32_native_row(
         "reference": True,
         "forward_ms": 1e3 * fwd["native"],
         "fwd_bwd_ms": 1e3 * bwd["native"],
-        "ratio_forward": fwd["ratio"],
-        "ratio_forward_min": fwd["ratio_min"],
-        "ratio_forward_max": fwd["ratio_max"],
-        "ratio_fwd_bwd": bwd["ratio"],
-        "ratio_fwd_bwd_min": bwd["ratio_min"],
-        "ratio_fwd_bwd_max": bwd["ratio_max"],
+        **_ratio_fields(fwd, bwd),
         "max_err_vs_float64": _float64_error(in_float32, cfg, base, ref, mask),
         "pairs": pairs,
         "calls_per_sample": calls,
