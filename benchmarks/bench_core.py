@@ -240,6 +240,36 @@ def _estimator_rows(
 
         return run
 
+    def float32_reference_row(
+        lib_fn: Fn, core_fn: Fn, desc: str, cfg: KLConfig
+    ) -> dict[str, object]:
+        """The core against the library's expression at the core's accuracy: the same expression
+        on the half-precision inputs converted to float32, its result rounded once back (what the
+        core computes inside). Informative (``reference`` set): issue 16's target is against the
+        library's expression as it runs, in the input dtype; this row shows how much of the gap is
+        the float32 arithmetic itself."""
+        dtype = base.dtype
+
+        def in_float32(lp: torch.Tensor, rl: torch.Tensor) -> torch.Tensor:
+            return lib_fn(lp.float(), rl.float()).to(dtype)
+
+        fwd = paired_times(forward(in_float32), forward(core_fn), pairs, clock, calls)
+        bwd = paired_times(
+            forward_backward(in_float32), forward_backward(core_fn), pairs, clock, calls
+        )
+        return {
+            **common,
+            "function": f"core.kl_terms / {desc} in float32{tag}",
+            "reference": True,
+            "forward_ms": 1e3 * fwd["native"],
+            "fwd_bwd_ms": 1e3 * bwd["native"],
+            **_ratio_fields(fwd, bwd),
+            "max_err_vs_float64": _float64_error(in_float32, cfg, base, ref, mask),
+            "pairs": pairs,
+            "calls_per_sample": calls,
+            "clock": clock,
+        }
+
     rows: list[dict[str, object]] = []
     if lib != "none":
         desc, lib_fn, cfg = library_function(lib)
@@ -283,24 +313,7 @@ def _estimator_rows(
             }
         )
         if dtype != torch.float32:
-            rows.append(
-                _float32_native_row(
-                    lib_fn,
-                    core_fn,
-                    desc,
-                    forward,
-                    forward_backward,
-                    pairs,
-                    clock,
-                    calls,
-                    common,
-                    cfg,
-                    base,
-                    ref,
-                    mask,
-                    tag,
-                )
-            )
+            rows.append(float32_reference_row(lib_fn, core_fn, desc, cfg))
     k1, k3 = KLConfig.parse("k1-in-reward"), KLConfig.parse("k3-in-loss")
     penalty: Fn = lambda lp, rl: core.reward_penalty(lp, rl, mask, k1)  # noqa: E731
     loss: Fn = lambda lp, rl: core.loss_term(lp, rl, mask, k3)  # noqa: E731
@@ -331,48 +344,6 @@ def _ratio_fields(fwd: dict[str, float], bwd: dict[str, float]) -> dict[str, flo
         "ratio_fwd_bwd": bwd["ratio"],
         "ratio_fwd_bwd_min": bwd["ratio_min"],
         "ratio_fwd_bwd_max": bwd["ratio_max"],
-    }
-
-
-def _float32_native_row(
-    lib_fn: Fn,
-    core_fn: Fn,
-    desc: str,
-    forward: Callable[[Fn], Callable[[], object]],
-    forward_backward: Callable[[Fn], Callable[[], object]],
-    pairs: int,
-    clock: str,
-    calls: int,
-    common: dict[str, object],
-    cfg: KLConfig,
-    base: torch.Tensor,
-    ref: torch.Tensor,
-    mask: torch.Tensor,
-    tag: str,
-) -> dict[str, object]:
-    """The core against the library's expression at the core's accuracy: the same expression
-    on the half-precision inputs converted to float32, its result rounded once back (what the
-    core computes inside). Informative (``reference`` set): issue 16's target is against the
-    library's expression as it runs, in the input dtype; this row shows how much of the gap is
-    the float32 arithmetic itself."""
-    dtype = base.dtype
-
-    def in_float32(lp: torch.Tensor, rl: torch.Tensor) -> torch.Tensor:
-        return lib_fn(lp.float(), rl.float()).to(dtype)
-
-    fwd = paired_times(forward(in_float32), forward(core_fn), pairs, clock, calls)
-    bwd = paired_times(forward_backward(in_float32), forward_backward(core_fn), pairs, clock, calls)
-    return {
-        **common,
-        "function": f"core.kl_terms / {desc} in float32{tag}",
-        "reference": True,
-        "forward_ms": 1e3 * fwd["native"],
-        "fwd_bwd_ms": 1e3 * bwd["native"],
-        **_ratio_fields(fwd, bwd),
-        "max_err_vs_float64": _float64_error(in_float32, cfg, base, ref, mask),
-        "pairs": pairs,
-        "calls_per_sample": calls,
-        "clock": clock,
     }
 
 
