@@ -240,6 +240,15 @@ def _estimator_rows(
 
         return run
 
+    timing = {"pairs": pairs, "calls_per_sample": calls, "clock": clock}
+
+    def paired(native: Fn, ours: Fn) -> tuple[dict[str, float], dict[str, float]]:
+        """:func:`paired_times` of ``native`` against ``ours``, forward and forward+backward."""
+        fwd = paired_times(forward(native), forward(ours), pairs, clock, calls)
+        return fwd, paired_times(
+            forward_backward(native), forward_backward(ours), pairs, clock, calls
+        )
+
     def float32_reference_row(
         lib_fn: Fn, core_fn: Fn, desc: str, cfg: KLConfig
     ) -> dict[str, object]:
@@ -253,10 +262,7 @@ def _estimator_rows(
         def in_float32(lp: torch.Tensor, rl: torch.Tensor) -> torch.Tensor:
             return lib_fn(lp.float(), rl.float()).to(dtype)
 
-        fwd = paired_times(forward(in_float32), forward(core_fn), pairs, clock, calls)
-        bwd = paired_times(
-            forward_backward(in_float32), forward_backward(core_fn), pairs, clock, calls
-        )
+        fwd, bwd = paired(in_float32, core_fn)
         return {
             **common,
             "function": f"core.kl_terms / {desc} in float32{tag}",
@@ -265,17 +271,14 @@ def _estimator_rows(
             "fwd_bwd_ms": 1e3 * bwd["native"],
             **_ratio_fields(fwd, bwd),
             "max_err_vs_float64": _float64_error(in_float32, cfg, base, ref, mask),
-            "pairs": pairs,
-            "calls_per_sample": calls,
-            "clock": clock,
+            **timing,
         }
 
     rows: list[dict[str, object]] = []
     if lib != "none":
         desc, lib_fn, cfg = library_function(lib)
         core_fn: Fn = lambda lp, rl: core.kl_terms(lp, rl, mask, cfg)  # noqa: E731
-        fwd = paired_times(forward(lib_fn), forward(core_fn), pairs, clock, calls)
-        bwd = paired_times(forward_backward(lib_fn), forward_backward(core_fn), pairs, clock, calls)
+        fwd, bwd = paired(lib_fn, core_fn)
         with torch.no_grad():
             diff = (lib_fn(base, ref).double() - core_fn(base, ref).double())[mask].abs().max()
         mib = {
@@ -307,9 +310,7 @@ def _estimator_rows(
                 "fwd_bwd_mib": mib["core", "fwd_bwd"],
                 "memory_forward": mib["core", "fwd"] / mib["native", "fwd"],
                 "memory_fwd_bwd": mib["core", "fwd_bwd"] / mib["native", "fwd_bwd"],
-                "pairs": pairs,
-                "calls_per_sample": calls,
-                "clock": clock,
+                **timing,
             }
         )
         if dtype != torch.float32:
