@@ -40,7 +40,7 @@ def run(argv: list[str]) -> int:
         help="cpu: the documented sweep (default); quick: a 2-minute smoke run; "
         "gpu: a larger model and more seeds (with --device cuda --workers N)",
     )
-    p.add_argument("--betas", type=_floats, help="beta grid (preset's: 0.1,0.3,1)")
+    p.add_argument("--betas", type=_floats, help="beta grid (preset's: 0.1,1)")
     p.add_argument("--seeds", type=errors.at_least(1), help="RL seeds per configuration")
     p.add_argument(
         "--configs",

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .paper_pretrain import compact
 from .paper_task import ModelSize, PretrainSettings, Split
 from .paper_train import RLSettings, RunRecord
 
@@ -37,8 +38,8 @@ GRID: tuple[str, ...] = (
 on the sequence log-ratio (the two other unbiased ones), and no KL. ``k3-in-loss`` and ``none``
 are TRL's own (unpatched) GRPOTrainer; the others run the kl-patches GRPOTrainer."""
 
-DEFAULT_BETAS = (0.1, 0.3, 1.0)
-"""The KL coefficients of the sweep (the paper's grid was 0.05-1)."""
+DEFAULT_BETAS = (0.1, 1.0)
+"""The KL coefficients of the sweep: the ends of the paper's grid (0.05-1)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Plan:
     def key(self) -> dict[str, Any]:
         """What a results file must match to be resumed (everything but betas/seeds/configs)."""
         d = asdict(self)
-        key = {"split": d["split"], "pretrain": d["pretrain"], "rl": d["rl"]}
+        key = {"split": d["split"], "pretrain": compact(d["pretrain"]), "rl": d["rl"]}
         return dict(json.loads(json.dumps(key)))  # as it reads back from the file
 
 
@@ -250,8 +251,9 @@ def _gpu() -> Plan:
     return Plan(
         seeds=10,
         pretrain=PretrainSettings(
-            steps=600,
+            steps=3000,
             batch_size=128,
+            target_accuracy=0.75,
             size=ModelSize(hidden=256, layers=4, heads=8, intermediate=1024),
         ),
         rl=RLSettings(steps=300, prompts_per_step=16, device="cuda", eval_prompts=512),

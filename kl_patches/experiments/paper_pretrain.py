@@ -23,7 +23,15 @@ from typing import Any
 
 import torch
 
-from .paper_task import PretrainSettings, Split, answer_of, build_model, build_tokenizer
+from .paper_eval import evaluate
+from .paper_task import (
+    PretrainSettings,
+    Split,
+    answer_of,
+    build_model,
+    build_tokenizer,
+    eval_prompts,
+)
 
 
 def _batch(tokenizer: Any, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -75,13 +83,38 @@ def pretrain(
         opt.step()
         if log is not None and (step % 250 == 0 or step == settings.steps - 1):
             log(f"pre-training step {step + 1}/{settings.steps}: loss {loss.item():.4f}")
+        if settings.target_accuracy is not None and (step + 1) % CHECK_EVERY == 0:
+            acc = _domain_accuracy(model, tokenizer, split, seed=step)
+            if log is not None:
+                log(f"pre-training step {step + 1}: in-domain accuracy {acc:.3f}")
+            if acc >= settings.target_accuracy:
+                break
+            model.train()
     model.eval()
     return model, tokenizer
 
 
+CHECK_EVERY = 50
+"""Steps between the accuracy checks of ``PretrainSettings.target_accuracy``."""
+
+
+def _domain_accuracy(model: Any, tokenizer: Any, split: Split, seed: int) -> float:
+    """Sampled in-domain accuracy on 256 prompts drawn apart from the evaluation set."""
+    prompts = {"id": eval_prompts(split, 256, seed=99)["id"]}
+    res = evaluate(model, model, tokenizer, prompts, split.max_answer + 1, seed=seed)
+    return float(res["acc"]["id"].mean)
+
+
+def compact(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` without its None-valued fields (an option left unset keeps old keys valid)."""
+    return {k: v for k, v in d.items() if v is not None}
+
+
 def settings_key(split: Split, settings: PretrainSettings) -> str:
     """A short hash of everything that determines the pre-trained reference."""
-    text = json.dumps({"split": asdict(split), "settings": asdict(settings)}, sort_keys=True)
+    text = json.dumps(
+        {"split": asdict(split), "settings": compact(asdict(settings))}, sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -49,17 +49,19 @@ class RLSettings:
     """Distinct prompts per update."""
     group: int = 8
     """Completions per prompt (the GRPO group); the batch is prompts x group."""
-    lr: float = 1e-3
-    """Adam learning rate (constant)."""
+    lr: float = 3e-4
+    """Adam learning rate (constant). The pilots: at 1e-4 the policy barely leaves the
+    reference in 300 updates (KL about 0.2, every configuration alike); at 1e-3 it collapses
+    whatever the KL; 3e-4 moves it enough for the KL term to matter."""
     max_grad_norm: float = 1.0
     """Gradient clipping (TRL's default)."""
     max_completion: int = 10
     """Longest completion in tokens (the longest answer plus the end token fits)."""
-    eval_every: int = 25
+    eval_every: int = 50
     """Updates between evaluations."""
-    eval_prompts: int = 256
-    """Prompts per evaluation group during training."""
-    final_repeats: int = 4
+    eval_prompts: int = 128
+    """Prompts per evaluation group (a fixed set)."""
+    final_repeats: int = 8
     """Samples per prompt at the final evaluation (smaller standard errors)."""
     device: str = "cpu"
     """``cpu`` or ``cuda``."""
