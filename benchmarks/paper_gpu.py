@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kl_patches.experiments import paper, paper_report
-from kl_patches.experiments.paper_task import ModelSize, PretrainSettings
+from kl_patches.experiments.paper_task import ModelSize
 
 
 def _plan(tiny: bool, device: str) -> paper.Plan:
@@ -50,7 +50,8 @@ def _env(path: Path) -> None:
 
     lines = [
         f"python {platform.python_version()}",
-        f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}",
+        f"torch {torch.__version__}, transformers {transformers.__version__}",
+        f"trl {trl.__version__}",
         f"cuda available: {torch.cuda.is_available()}",
     ]
     if torch.cuda.is_available():

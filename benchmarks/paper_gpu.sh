@@ -18,6 +18,14 @@ fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false
 PY=${PYTHON:-python3}
+# Fail fast (seconds, not a wasted run) when the carried wheels do not fit the machine's
+# packages: datasets 5.2 needs pyarrow >= 24 and huggingface_hub >= 1.31, which the machine has.
+"$PY" -c "import pyarrow, huggingface_hub, transformers, accelerate, datasets, trl, torch
+print('preflight:', 'pyarrow', pyarrow.__version__, 'hub', huggingface_hub.__version__,
+      'transformers', transformers.__version__, 'accelerate', accelerate.__version__,
+      'datasets', datasets.__version__, 'trl', trl.__version__, 'torch', torch.__version__,
+      'cuda', torch.cuda.is_available())" 2>&1 | tee "$OUT/log.txt" | tail -3
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "preflight failed: see above" >&2; exit 1; }
 if [ -n "${PAPER_GPU_TINY:-}" ]; then
   ARGS=(--tiny --workers 2 --budget-min 10)
   LIMIT=900
@@ -25,7 +33,7 @@ else
   ARGS=(--workers "${PAPER_GPU_WORKERS:-12}" --budget-min "${PAPER_GPU_BUDGET:-4.5}")
   LIMIT=${PAPER_GPU_LIMIT:-400}
 fi
-timeout -k 10 "$LIMIT" "$PY" benchmarks/paper_gpu.py --out "$OUT" "${ARGS[@]}" 2>&1 | tee "$OUT/log.txt"
+timeout -k 10 "$LIMIT" "$PY" benchmarks/paper_gpu.py --out "$OUT" "${ARGS[@]}" 2>&1 | tee -a "$OUT/log.txt"
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ] && [ -s "$OUT/runs.jsonl" ]; then  # cut short: report what finished
   "$PY" benchmarks/paper_gpu.py --out "$OUT" --report-only 2>&1 | tee -a "$OUT/log.txt"

@@ -264,7 +264,7 @@ PRESETS: dict[str, Callable[[], Plan]] = {"cpu": Plan, "quick": _quick, "gpu": _
 """Named sweeps: ``cpu`` (the documented one), ``quick`` (a smoke run of a minute or two on a
 CPU), ``gpu`` (a larger model, more seeds; for ``--device cuda --workers N``)."""
 
-SECONDS_PER_UPDATE = {"cpu": 0.25, "cuda": 0.25}
+SECONDS_PER_UPDATE = {"cpu": 0.12, "cuda": 0.12}
 """Rough wall time of one RL update of the ``cpu`` preset, evaluation included, on one idle
 core (measured on the development machine); the estimate printed before a sweep scales it."""
 

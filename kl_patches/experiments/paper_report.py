@@ -288,9 +288,12 @@ def plot(records: list[RunRecord], out_dir: Path, prefix: str = "paper") -> list
         ax.set_xlabel("ID accuracy")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    shapes = ", ".join(f"{m} beta {b:g}" for b, m in zip(betas, "osD^v", strict=False))
+    names = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle", "v": "triangle down"}
+    shapes = ", ".join(f"{names[m]} beta {b:g}" for b, m in zip(betas, "osD^v", strict=False))
     axes[1].legend(fontsize=7, loc="best")
-    fig.suptitle(f"Final accuracy, mean ± 95% interval over seeds ({shapes}; X no KL)", fontsize=9)
+    fig.suptitle(
+        f"Final accuracy, mean ± 95% interval over seeds ({shapes}; cross: no KL)", fontsize=9
+    )
     fig.tight_layout()
     paths.append(out_dir / f"{prefix}_summary.png")
     fig.savefig(paths[1], dpi=110)
