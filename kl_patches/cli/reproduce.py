@@ -31,6 +31,10 @@ def _betas(text: str) -> tuple[float, ...]:
 
 def run(argv: list[str]) -> int:
     """``kl-patches reproduce ...``; returns the exit code (0, or 2 for bad options)."""
+    if "--paper" in argv:  # the trained-reference miniature through TRL: its own options
+        from kl_patches.cli import reproduce_paper
+
+        return reproduce_paper.run([a for a in argv if a != "--paper"])
     doc = reproduce.__doc__ or ""
     p = errors.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
     p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
@@ -66,6 +70,12 @@ def run(argv: list[str]) -> int:
     p.add_argument("--json", metavar="FILE", help="write every run's metrics to FILE")
     p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's comparison with a pre-trained reference through TRL's GRPOTrainer "
+        "(its options: kl-patches reproduce --paper --help)",
+    )
     errors.add_debug_option(p)
     args = p.parse_args(argv)
     if args.length * math.log(args.vocab) > math.log(20000):  # V**T, without computing it
