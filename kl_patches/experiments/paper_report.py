@@ -288,8 +288,14 @@ def plot(records: list[RunRecord], out_dir: Path, prefix: str = "paper") -> list
         ax.set_xlabel("ID accuracy")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    names = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle", "v": "triangle down"}
-    shapes = ", ".join(f"{names[m]} beta {b:g}" for b, m in zip(betas, "osD^v", strict=False))
+    shape_names = {
+        "o": "circle",
+        "s": "square",
+        "D": "diamond",
+        "^": "triangle",
+        "v": "triangle down",
+    }
+    shapes = ", ".join(f"{shape_names[m]} beta {b:g}" for b, m in zip(betas, "osD^v", strict=False))
     axes[1].legend(fontsize=7, loc="best")
     fig.suptitle(
         f"Final accuracy, mean ± 95% interval over seeds ({shapes}; cross: no KL)", fontsize=9
