@@ -56,9 +56,10 @@ def core(session: nox.Session) -> None:
 
 @nox.session
 def trl(session: nox.Session) -> None:
-    """TRL adapter against real TRL on CPU."""
+    """TRL adapter against real TRL 1.16.0 on CPU (the extra is the supported range; the
+    session pins the release the bit-for-bit tests were written against)."""
     session.install(TORCH)
-    session.install("-e", ".[trl,dev]")
+    session.install("-e", ".[trl,dev]", "trl==1.16.0")
     _pytest(session, _tests("trl"))
 
 

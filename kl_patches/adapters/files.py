@@ -6,8 +6,9 @@ block), at most :data:`MAX_INPUT_BYTES` of them; text is UTF-8; YAML is loaded w
 loader (no tags that construct objects), with a bound on alias expansion (:data:`MAX_YAML_NODES`)
 so a small alias bomb cannot exhaust memory; JSON with :mod:`json`; nesting deeper than Python's
 recursion allows is "nested too deeply". Every failure is an :class:`InputError` whose message
-names the file and says what to do. pyyaml is optional (``pip install kl-patches[audit]``);
-without it only shell and JSON inputs are read.
+names the file and says what to do. pyyaml is a base dependency; if an
+environment lacks it anyway, only shell and JSON inputs are read and a YAML file is an
+InputError saying ``pip install pyyaml``.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ class InputError(ValueError):
 
 
 def yaml_module() -> Any:
-    """pyyaml, or an InputError saying how to get it (the core install has only torch)."""
+    """pyyaml, or an InputError saying how to get it (a base dependency an env may still lack)."""
     try:
         import yaml
     except ImportError as err:
         raise InputError(
-            "reading YAML configs and TRL flags needs pyyaml: pip install 'kl-patches[audit]'"
+            "reading YAML configs and TRL flags needs pyyaml, which this environment lacks: "
+            "pip install 'pyyaml>=6'"
         ) from err
     return yaml
 

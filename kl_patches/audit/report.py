@@ -1,8 +1,8 @@
 """The audit's report: a table a person reads in seconds, detail per trainer, and stable JSON.
 
 Text: one row per trainer (source, library, trainer, KL as run, policy, expected gradient,
-status), then a block per trainer with the verdict, the findings and the fix. Uses ``rich`` when
-it is installed (``pip install kl-patches[audit]``), plain text otherwise or with ``--plain``;
+status), then a block per trainer with the verdict, the findings and the fix. Uses ``rich`` (a base
+dependency) when it is importable, plain text otherwise or with ``--plain``;
 both carry the same information.
 
 JSON (``--json``), schema ``kl-patches.audit/1`` (documented in docs/audit.md; fields are only

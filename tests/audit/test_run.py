@@ -351,7 +351,7 @@ def test_yaml_without_pyyaml_is_a_clear_error(
     path.write_text("beta: 0.1\n")
     monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml now raises ImportError
     code, _, err = run(capsys, str(path))
-    assert code == 2 and "pip install 'kl-patches[audit]'" in err
+    assert code == 2 and "pip install 'pyyaml>=6'" in err
     # scripts and override files still work without it
     script = tmp_path / "run.sh"
     script.write_text("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef 0.02\n")
