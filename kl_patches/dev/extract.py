@@ -202,8 +202,9 @@ _ACTION_DEFAULTS = {"store_true": False, "store_false": True}
 
 
 def argparse_options(module: Module) -> dict[str, dict[str, Json]]:
-    """``option -> {"default", "choices"?, "action"?, "type"?, "at"}`` for every ``--option``
-    an ``add_argument`` call of ``module`` defines (without the dashes).
+    """``option -> {"default", "choices"?, "action"?, "type"?, "nargs"?, "at"}`` for every
+    ``--option`` an ``add_argument`` call of ``module`` defines (without the dashes); ``at`` is
+    the line of the ``"--option"`` string (a call may span several lines).
 
     ``default`` is what argparse gives when the option is absent: the ``default=`` value, else
     False for ``store_true``, True for ``store_false``, None otherwise. Calls inside
@@ -211,9 +212,11 @@ def argparse_options(module: Module) -> dict[str, dict[str, Json]]:
     out: dict[str, dict[str, Json]] = {}
 
     def record(call: ast.Call, env: dict[str, str]) -> None:
-        names = [t for t in (_text(a, env) for a in call.args) if t and t.startswith("--")]
+        named = [(a, t) for a, t in ((a, _text(a, env)) for a in call.args) if t]
+        names = [t for _, t in named if t.startswith("--")]
         if not names:
             return
+        first = next(a for a, t in named if t.startswith("--"))
         keywords = {k.arg: k.value for k in call.keywords if k.arg}
         entry: dict[str, Json] = {}
         action = keywords.get("action")
@@ -232,7 +235,7 @@ def argparse_options(module: Module) -> dict[str, dict[str, Json]]:
             entry["type"] = ast.unparse(keywords["type"])
         if "nargs" in keywords:
             entry["nargs"] = literal(keywords["nargs"])
-        entry["at"] = f"{module.path}:{call.lineno}"
+        entry["at"] = f"{module.path}:{first.lineno}"
         for name in names:
             out.setdefault(name[2:], entry)
 

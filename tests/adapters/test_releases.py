@@ -107,3 +107,43 @@ def test_symbols_load_as_surface_symbols() -> None:
 def test_parse_refuses_another_format() -> None:
     with pytest.raises(ValueError, match="format"):
         releases.parse(json.dumps({"format": 99}))
+
+
+def test_openrlhf_history_flag_rows_agree_with_the_recorded_options() -> None:
+    """The history's ``flag.`` / ``default.`` / ``choices.`` rows (reviewed, citing the line of
+    the ``--option``) state what the recording read: the same value at the same line. The one
+    reading the recording cannot make: ``--use_kl_estimator_k3`` (a store_true switch) is the
+    estimator flag with default k1 and choices (k1, k3)."""
+    interpreted = {("0.5.0", "default.algo.kl.estimator"), ("0.5.0", "choices.algo.kl.estimator")}
+    compared = 0
+    for change in OPENRLHF_HISTORY.changes:
+        kind, _, name = change.key.partition(".")
+        if kind not in ("flag", "default", "choices"):
+            continue
+        spelling = OPENRLHF_HISTORY.at(change.since).get(f"flag.{name}")
+        entry = flagsets.entry(change.since, str(spelling))
+        assert entry is not None, change
+        assert entry["at"] == change.source, change
+        if kind == "flag" or (change.since, change.key) in interpreted:
+            continue
+        value = entry["default" if kind == "default" else "choices"]
+        assert (tuple(value) if isinstance(value, list) else value) == change.value, change
+        compared += 1
+    assert compared >= 25
+
+
+def test_verl_history_default_rows_agree_with_the_recorded_keys() -> None:
+    """Each ``default.<key>`` row of the verl history equals the recorded composed default of
+    that release (a None row: the key is gone, or its default is null)."""
+    compared = 0
+    for change in VERL_HISTORY.changes:
+        if not change.key.startswith("default."):
+            continue
+        key = change.key.removeprefix("default.")
+        if change.value is None and key not in keysets.keys(change.since):
+            pass
+        else:
+            value = keysets.default(change.since, key)
+            assert value == change.value and type(value) is type(change.value), change
+        compared += 1
+    assert compared >= 20

@@ -79,6 +79,9 @@ def test_argparse_options_expand_loop_fstrings_and_give_argparse_defaults(tmp_pa
             parser.add_argument("--clip", type=float, nargs=2, default=(-10, 10))
             for prefix in ("actor", "critic"):
                 parser.add_argument(f"--{prefix}.lr", type=float, default=1e-6)
+            parser.add_argument(
+                "--multi", type=int, default=3
+            )
             """,
         },
     )
@@ -86,7 +89,8 @@ def test_argparse_options_expand_loop_fstrings_and_give_argparse_defaults(tmp_pa
     assert module is not None
     options = ex.argparse_options(module)
     assert set(options) == {
-        "kl_coef", "estimator", "use_loss", "no_norm", "target", "clip", "actor.lr", "critic.lr"
+        "kl_coef", "estimator", "use_loss", "no_norm", "target", "clip", "actor.lr", "critic.lr",
+        "multi",
     }  # fmt: skip
     assert options["kl_coef"] == {"default": 0.01, "type": "float", "at": "fakelib/cli.py:3"}
     assert options["estimator"]["choices"] == ["k1", "k2", "k3"]
@@ -95,6 +99,7 @@ def test_argparse_options_expand_loop_fstrings_and_give_argparse_defaults(tmp_pa
     assert options["target"]["default"] is None
     assert options["clip"]["default"] == [-10, 10] and options["clip"]["nargs"] == 2
     assert options["critic.lr"]["default"] == 1e-6
+    assert options["multi"]["at"] == "fakelib/cli.py:12"  # the line of "--multi", not the call
 
 
 def test_hydra_leaves_compose_the_defaults_list(tmp_path: Path) -> None:
