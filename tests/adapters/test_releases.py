@@ -147,3 +147,40 @@ def test_verl_history_default_rows_agree_with_the_recorded_keys() -> None:
             assert value == change.value and type(value) is type(change.value), change
         compared += 1
     assert compared >= 20
+
+
+def test_trl_history_default_rows_agree_with_the_recorded_fields() -> None:
+    """The TRL history's ``grpo.<field>_default`` / ``rloo.<field>_default`` rows and the
+    compat surface's ``grpo.config.<field>`` rows state the recorded field default at the
+    recorded line; a removal row (``path:0``) names a field the release does not have. Named
+    readings the recording cannot make: RLOO's ``token_level_kl`` kept but ignored in 0.22-0.24,
+    and ``update_epochs`` (``num_ppo_epochs`` in 0.14, ``num_iterations`` from 0.22)."""
+    from kl_patches.adapters.trl.compat import SURFACE
+
+    readings = {
+        ("0.22.0", "rloo.token_level_kl_default"),
+        ("0.14.0", "rloo.update_epochs_default"),
+        ("0.22.0", "rloo.update_epochs_default"),
+    }
+    compared = 0
+    for history, marker in ((TRL_HISTORY, "_default"), (SURFACE, "config.")):
+        for change in history.changes:
+            trainer, _, rest = change.key.partition(".")
+            if trainer not in ("grpo", "rloo") or (change.since, change.key) in readings:
+                continue
+            if marker == "_default" and rest.endswith(marker) and "." not in rest:
+                field = rest.removesuffix(marker)
+            elif marker == "config." and rest.startswith(marker):
+                field = rest.removeprefix(marker)
+            else:
+                continue
+            cls = "GRPOConfig" if trainer == "grpo" else "RLOOConfig"
+            entry = fieldsets.data().at(change.since).entry(cls, field)
+            if change.source.endswith(":0"):
+                assert entry is None, change
+                continue
+            assert entry is not None and entry["at"] == change.source, change
+            value = entry.get("default")
+            assert value == change.value and type(value) is type(change.value), change
+            compared += 1
+    assert compared >= 50
