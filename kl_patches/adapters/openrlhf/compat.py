@@ -36,7 +36,7 @@ RELEASES: tuple[str, ...] = (
 )
 """Every OpenRLHF release in the patch-surface range, ascending."""
 
-TARGETS: tuple[str, ...] = tuple(s.qualname for s in recording.SPEC.symbols)
+TARGETS: tuple[str, ...] = recording.PATCH_TARGETS
 """Functions tracked per release (``aggregate_loss`` exists from 0.10.3; :mod:`.recording`)."""
 
 

@@ -10,6 +10,17 @@ from __future__ import annotations
 
 from kl_patches.adapters.releases import NameSetSpec, RecordSpec, SymbolSpec
 
+PATCH_TARGETS: tuple[str, ...] = (
+    "compute_approx_kl",
+    "RemoteExperienceMaker.compute_advantages_and_returns",
+    "ActorPPOTrainer.training_step",
+    "aggregate_loss",
+)
+"""The functions the patch wraps (``compat.TARGETS``)."""
+
+OLDER_KL_SITES: tuple[str, ...] = ("compute_reward", "masked_mean")
+"""The reward-side KL and the loss-side mean of the releases before 0.10.3."""
+
 SPEC = RecordSpec(
     library="openrlhf",
     distribution="openrlhf",
@@ -20,17 +31,10 @@ SPEC = RecordSpec(
         NameSetSpec("train_ppo_ray", "argparse", (("", ("openrlhf/cli/train_ppo_ray.py",)),)),
         NameSetSpec("train_ppo", "argparse", (("", ("openrlhf/cli/train_ppo.py",)),)),
     ),
-    symbols=tuple(
-        SymbolSpec(name)
-        for name in (
-            "compute_approx_kl",
-            "RemoteExperienceMaker.compute_advantages_and_returns",
-            "ActorPPOTrainer.training_step",
-            "aggregate_loss",
-        )
-    ),
+    symbols=tuple(SymbolSpec(name) for name in (*PATCH_TARGETS, *OLDER_KL_SITES)),
 )
-"""OpenRLHF: the PPO trainers' command lines and the functions the patch wraps."""
+"""OpenRLHF: the PPO trainers' command lines, the functions the patch wraps, and
+``compute_reward`` / ``masked_mean`` (the KL's other sites in older releases)."""
 
 SPECS = (SPEC,)
 """Everything this adapter records."""

@@ -28,6 +28,16 @@ TRAINER_MODULES: dict[str, str] = {
 }
 """Where each trainer class is defined (every recorded release)."""
 
+OLDER_HOOK_POINTS: tuple[str, ...] = (
+    "GRPOTrainer.compute_loss",
+    "GRPOTrainer._get_per_token_logps",
+    "GRPOTrainer._prepare_inputs",
+    "RLOOTrainer.train",
+)
+"""Where the KL is computed before the 1.x hooks exist (the history's ``grpo.hook_methods`` /
+``rloo.hook_methods`` rows: ``compute_loss`` from 0.14, ``_get_per_token_logps`` 0.15-0.19,
+RLOO's PPO-style ``train`` until 0.21), recorded for patches of the older releases."""
+
 SPEC = RecordSpec(
     library="trl",
     distribution="trl",
@@ -64,9 +74,12 @@ SPEC = RecordSpec(
         SymbolSpec(f"{cls}.{method}", (module,))
         for cls, module in TRAINER_MODULES.items()
         for method in HOOKED_METHODS
+    )
+    + tuple(
+        SymbolSpec(name, (TRAINER_MODULES[name.partition(".")[0]],)) for name in OLDER_HOOK_POINTS
     ),
 )
-"""TRL: its config dataclasses and the hooked trainer methods."""
+"""TRL: its config dataclasses, the hooked trainer methods and the older hook points."""
 
 TRANSFORMERS = RecordSpec(
     library="transformers",

@@ -28,7 +28,7 @@ from . import recording
 RELEASES: tuple[str, ...] = ("0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
 """Every verl release in the patch-surface range, ascending."""
 
-TARGETS: tuple[str, ...] = tuple(s.qualname for s in recording.SPEC.symbols)
+TARGETS: tuple[str, ...] = recording.PATCH_TARGETS
 """Functions tracked per release (:mod:`.recording` lists them)."""
 
 

@@ -13,6 +13,19 @@ from kl_patches.adapters.releases import NameSetSpec, RecordSpec, SymbolSpec
 CONFIG_DIR = "verl/trainer/config"
 """The trainer configs' folder inside the package."""
 
+PATCH_TARGETS: tuple[str, ...] = (
+    "apply_kl_penalty",
+    "compute_advantage",
+    "ppo_loss",
+    "agg_loss",
+    "kl_penalty",
+    "kl_penalty_forward",
+)
+"""The functions the patch wraps or relies on (``compat.TARGETS``)."""
+
+LEGACY_KL_LOSS_SITE = "DataParallelPPOActor.update_policy"
+"""Where the legacy actor (every release before 0.8.0) adds the KL loss."""
+
 SPEC = RecordSpec(
     library="verl",
     distribution="verl",
@@ -23,19 +36,10 @@ SPEC = RecordSpec(
         NameSetSpec("ppo_trainer", "hydra", (("ppo_trainer", (CONFIG_DIR,)),)),
         NameSetSpec("ppo_megatron_trainer", "hydra", (("ppo_megatron_trainer", (CONFIG_DIR,)),)),
     ),
-    symbols=tuple(
-        SymbolSpec(name)
-        for name in (
-            "apply_kl_penalty",
-            "compute_advantage",
-            "ppo_loss",
-            "agg_loss",
-            "kl_penalty",
-            "kl_penalty_forward",
-        )
-    ),
+    symbols=tuple(SymbolSpec(name) for name in (*PATCH_TARGETS, LEGACY_KL_LOSS_SITE)),
 )
-"""verl: the two trainer configs and the functions the patch wraps or relies on."""
+"""verl: the two trainer configs, the functions the patch wraps or relies on, and the legacy
+actor's ``update_policy`` (the KL-loss site of 0.1-0.7)."""
 
 SPECS = (SPEC,)
 """Everything this adapter records."""
