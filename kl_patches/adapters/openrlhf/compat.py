@@ -5,11 +5,12 @@
 ``ppo_actor``, ``RemoteExperienceMaker.compute_advantages_and_returns`` and
 ``ActorPPOTrainer.training_step``; :mod:`~kl_patches.adapters.openrlhf.translate` reads the
 ``train_ppo_ray`` flags in :data:`~kl_patches.adapters.openrlhf.translate.FLAGS`. :data:`SURFACE`
-was read with ``ast`` from each release's wheel (``pip download --no-deps openrlhf==V``):
+comes from the recorded ``data/<release>.json`` (``python -m kl_patches.dev record openrlhf V``
+reads each release with ``ast``):
 defining module, line, signature text, a hash of the function's source, and every module that
 imports it by name (directly or through the ``openrlhf.models`` re-export).
 :data:`FLAG_SURFACE` gives, per release, the spelling and default of every flag in ``FLAGS``
-(read from the ``argparse`` calls of ``cli/train_ppo_ray.py``). :data:`CHANGE_POINTS` says what
+(the recorded ``argparse`` options of ``cli/train_ppo_ray.py``). :data:`CHANGE_POINTS` says what
 changed for the adapter and why; releases where only line numbers moved are not change points.
 Also: the measured CPU install recipes (:data:`INSTALL`). Nothing here imports OpenRLHF.
 """

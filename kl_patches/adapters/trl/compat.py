@@ -5,7 +5,9 @@ against TRL 1.16. This module records, per release and read from each released w
 :mod:`ast` and text search (no TRL import), everything it touches:
 
 * :data:`SIGNATURES`: the text of every :data:`HOOKED_METHODS` method on GRPOTrainer and
-  RLOOTrainer (``inspect``-style, from :func:`ast.unparse`), as ``(since, text)`` steps;
+  RLOOTrainer (``inspect``-style, from :func:`ast.unparse`), as ``(since, text)`` steps,
+  derived from the recorded ``data/<release>.json`` (``python -m kl_patches.dev record trl V``);
+  the rows below are reviewed readings and stay here, each with its evidence;
 * :data:`SURFACE`: a :class:`~kl_patches.adapters.history.History` ("trl-patch-surface") of the
   code the hooks copy or mirror: GRPO/RLOO advantages (compared with :mod:`.advantages`), where
   ``_compute_loss`` adds ``beta * k3`` and how it scales for gradient accumulation, when old

@@ -4,9 +4,10 @@
 (``trainer/ppo/ray_trainer.py``) and ``ppo_loss`` (``workers/utils/losses.py``); the KL itself
 goes through ``kl_penalty`` / ``kl_penalty_forward`` and ``agg_loss`` (``core_algos.py``). A
 wrapper on a defining module does not reach a module that did ``from ... import name``, so
-each release's by-name importers are listed too. :data:`SURFACE` was read with ``ast`` from
-each release's wheel (``pip download --no-deps verl==V``): defining module, line, signature
-text, a hash of the function's source and every module that imports it by name at top level.
+each release's by-name importers are listed too. :data:`SURFACE` comes from the recorded
+``data/<release>.json`` (``python -m kl_patches.dev record verl V`` reads each release with
+``ast``): defining module, line, signature text, a hash of the function's source and every
+module that imports it by name at top level.
 :data:`CHANGE_POINTS` says, per release, what changed for the adapter and why; releases where
 only line numbers moved are not change points.
 
