@@ -11,8 +11,6 @@ import hashlib
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from kl_patches.dev import extract as ex
 from kl_patches.dev.source import Release
 
@@ -103,7 +101,6 @@ def test_argparse_options_expand_loop_fstrings_and_give_argparse_defaults(tmp_pa
 
 
 def test_hydra_leaves_compose_the_defaults_list(tmp_path: Path) -> None:
-    pytest.importorskip("hydra")
     release = _release(
         tmp_path,
         {
