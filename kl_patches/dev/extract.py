@@ -323,14 +323,16 @@ def _resolve(module: Module, node: ast.ImportFrom) -> str:
 
 
 def _top_level_imports(module: Module) -> Iterator[ast.ImportFrom | ast.Import]:
-    """Imports executed when the module loads: the body, and inside top-level if/try blocks."""
+    """Imports executed when the module loads: the body, and inside top-level if/try blocks
+    (not under ``if TYPE_CHECKING:``, which only type checkers read)."""
 
     def walk(body: list[ast.stmt]) -> Iterator[ast.ImportFrom | ast.Import]:
         for stmt in body:
             if isinstance(stmt, ast.Import | ast.ImportFrom):
                 yield stmt
             elif isinstance(stmt, ast.If):
-                yield from walk(stmt.body)
+                if ast.unparse(stmt.test) not in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                    yield from walk(stmt.body)  # type-checking imports never run
                 yield from walk(stmt.orelse)
             elif isinstance(stmt, ast.Try):
                 yield from walk(stmt.body)
@@ -374,8 +376,9 @@ def symbol(
 
     ``importers``: modules that bind the top-level name (the function, or a method's class) with
     ``from <definer or re-exporter> import name`` when they load; ``reexports``: package
-    ``__init__`` modules among them; ``attribute_users``: modules that bind the defining module
-    object and read ``<it>.name``."""
+    ``__init__`` modules among them (a lazy ``__getattr__`` re-export, as TRL's ``_LazyModule``,
+    binds nothing at load and is not listed); ``attribute_users``: modules that bind the defining
+    module object and read ``<it>.name``."""
     found = find_definition(package, qualname, modules)
     if found is None:
         return None

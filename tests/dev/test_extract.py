@@ -151,6 +151,7 @@ def test_symbol_records_definer_signature_hash_and_binders(tmp_path: Path) -> No
             "fakelib/by_name.py": "from fakelib.core import kl as penalty\n",
             "fakelib/via_reexport.py": "from .models import kl\n",
             "fakelib/late.py": "def f():\n    from fakelib.core import kl\n",
+            "fakelib/typed.py": "if TYPE_CHECKING:\n    from fakelib.core import kl\n",
             "fakelib/attr.py": "from fakelib import core\n\ndef g(x):\n    return core.kl(x, x)\n",
             "fakelib/uses_class.py": (
                 "try:\n    from fakelib.core import Trainer\nexcept ImportError:\n    pass\n"
@@ -167,7 +168,8 @@ def test_symbol_records_definer_signature_hash_and_binders(tmp_path: Path) -> No
         "at": "fakelib/core.py:1",
         "signature": "kl(logp, ref, kind='k1') -> float",
         "body_sha": hashlib.sha256(body.encode()).hexdigest()[:12],
-        # by name when the module loads (late.py binds it inside a function only)
+        # by name when the module loads (late.py binds it inside a function only, typed.py
+        # for type checkers only)
         "importers": ["fakelib.by_name", "fakelib.via_reexport"],
         "attribute_users": ["fakelib.attr"],
         "reexports": ["fakelib.models"],
