@@ -173,6 +173,69 @@ def _run_plan(session: nox.Session, library: str, name: str) -> None:
                     *select, *session.posargs, env=ENV)  # fmt: skip
 
 
+RECORDER_DEPS = ("packaging", "pyyaml", "rich", "hydra-core==1.3.8", "omegaconf", "pytest>=8")
+"""What ``python -m kl_patches.dev`` needs besides torch (hydra composes verl's configs)."""
+
+
+@nox.session
+def record_check(session: nox.Session) -> None:
+    """``record --check`` for every recorded release of every library, and the TRL history's
+    reviewed rows against the same files; not in the default sessions.
+
+    Reads each release's wheel (downloaded once into the recorder's cache,
+    ``$KL_PATCHES_CACHE`` or ``~/.cache/kl-patches``: about 150 wheels, 60 MB, the first time;
+    about 10 min of extraction on 2 cores). Run it when a data file or the recorder changes.
+    """
+    session.install(TORCH)
+    session.install(*RECORDER_DEPS)
+    session.install("--no-deps", "-e", ".")
+    for library in ("trl", "transformers", "verl", "openrlhf"):
+        session.run("python", "-m", "kl_patches.dev", "record", "--check", library, env=ENV)
+    farm = os.path.join(session.create_tmp(), "trl-releases")
+    session.run("python", "-m", "kl_patches.dev", "unpack", "trl", farm, env=ENV)
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/trl/test_history.py",
+                "tests/adapters/trl/test_compat_data.py", "-k", "wheels or check",
+                env={**ENV, "KL_PATCHES_TRL_WHEELS": farm})  # fmt: skip
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def newest(session: nox.Session, library: str) -> None:
+    """The newest release of a library on the index against the adapter: not in the defaults.
+
+    Installs what the library's own session installs, then the newest release (``pip install
+    -U``, past the supported range if one is out), and says what it is: ``record --check
+    --installed`` (exit 1 and ``not recorded`` for a new release), ``changes --installed``
+    (what it changes against the newest recorded release: names, defaults, choices, the
+    patched functions), then runs the adapter's compat tests (the canaries at ``apply()``, the
+    regression and equivalence tests of ``COMPAT_PLAN``): a final release above the supported
+    range is let through when its canaries pass (one warning), refused when one fails. A new
+    release is then recorded with one command (CONTRIBUTING.md).
+    """
+    session.install(TORCH)
+    session.install(*RECORDER_DEPS)
+    if library == "trl":
+        session.install("-e", ".[trl,dev]")
+        session.install("-U", "trl")
+    elif library == "verl":
+        session.install(*VERL_CPU_DEPS)
+        session.install("--no-deps", "-U", "verl")
+        session.install("--no-deps", "-e", ".")
+    else:
+        session.install("deepspeed==0.19.6", env={"DS_BUILD_OPS": "0"})
+        session.install(*OPENRLHF_CPU_DEPS)
+        session.install("--no-deps", "-U", "openrlhf")
+        session.install("--no-deps", "-e", ".")
+    dev = ("python", "-m", "kl_patches.dev")
+    session.run(*dev, "record", "--check", library, "--installed", "--offline", env=ENV,
+                success_codes=[0, 1])  # fmt: skip
+    session.run(*dev, "changes", library, "--installed", env=ENV)
+    module = f"kl_patches.adapters.{library}.versions"
+    code = f"from {module} import COMPAT_PLAN; print(' '.join(COMPAT_PLAN.tests))"
+    tests = session.run("python", "-c", code, silent=True).strip().splitlines()[-1].split()
+    _pytest(session, *tests)
+
+
 LIBRARIES = ("trl", "verl", "openrlhf")
 """Libraries whose tests live in tests/adapters/<library>/ and run in their own session."""
 

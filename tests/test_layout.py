@@ -14,9 +14,9 @@ import pytest
 from kl_patches import adapters
 
 ROOT = Path(__file__).resolve().parents[1]
-JOBS = ("translate", "read", "patch", "delivery", "launch", "versions", "descriptor")
+JOBS = ("translate", "read", "patch", "delivery", "launch", "versions", "descriptor", "recording")
 TESTED_JOBS = ("translate", "read", "patch", "delivery", "launch")
-LAYERS = ("adapters", "audit", "experiments", "cli")
+LAYERS = ("adapters", "audit", "experiments", "cli", "dev")
 
 
 @pytest.mark.parametrize("library", adapters.names())

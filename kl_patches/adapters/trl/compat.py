@@ -5,7 +5,9 @@ against TRL 1.16. This module records, per release and read from each released w
 :mod:`ast` and text search (no TRL import), everything it touches:
 
 * :data:`SIGNATURES`: the text of every :data:`HOOKED_METHODS` method on GRPOTrainer and
-  RLOOTrainer (``inspect``-style, from :func:`ast.unparse`), as ``(since, text)`` steps;
+  RLOOTrainer (``inspect``-style, from :func:`ast.unparse`), as ``(since, text)`` steps,
+  derived from the recorded ``data/<release>.json`` (``python -m kl_patches.dev record trl V``);
+  the rows below are reviewed readings and stay here, each with its evidence;
 * :data:`SURFACE`: a :class:`~kl_patches.adapters.history.History` ("trl-patch-surface") of the
   code the hooks copy or mirror: GRPO/RLOO advantages (compared with :mod:`.advantages`), where
   ``_compute_loss`` adds ``beta * k3`` and how it scales for gradient accumulation, when old
@@ -26,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kl_patches.adapters.history import Change, History
+from kl_patches.adapters.releases import recording as recording_of
 
+from . import recording
 from .history import check_sources
 
 RELEASES_1X: tuple[str, ...] = (
@@ -36,203 +40,40 @@ RELEASES_1X: tuple[str, ...] = (
 )  # fmt: skip
 """Every final TRL 1.x release on PyPI up to 1.16.0, patch releases included."""
 
-HOOKED_METHODS: tuple[str, ...] = (
-    "__init__",
-    "_get_per_token_logps_and_entropies",
-    "_calculate_rewards",
-    "_generate_and_score_completions",
-    "_compute_loss",
-    "training_step",
-)
+HOOKED_METHODS: tuple[str, ...] = recording.HOOKED_METHODS
 """The methods :mod:`.patch` wraps (its ``HOOKED``; a test keeps the two equal)."""
 
 TRAINER_FILES: dict[str, str] = {
-    "GRPOTrainer": "trl/trainer/grpo_trainer.py",
-    "RLOOTrainer": "trl/trainer/rloo_trainer.py",
+    cls: module.replace(".", "/") + ".py" for cls, module in recording.TRAINER_MODULES.items()
 }
 """Where each trainer class is defined in every 1.x release."""
 
-SIGNATURES: dict[str, tuple[tuple[str, str], ...]] = {
-    "GRPOTrainer.__init__": (
-        (
-            "1.0.0",
-            "(self, model: 'str | PreTrainedModel | PeftModel', reward_funcs: RewardFunc | "
-            "list[RewardFunc], args: GRPOConfig | None=None, train_dataset: Dataset | "
-            "IterableDataset | None=None, eval_dataset: Dataset | IterableDataset | "
-            "dict[str, Dataset | IterableDataset] | None=None, processing_class: "
-            "PreTrainedTokenizerBase | ProcessorMixin | None=None, "
-            "reward_processing_classes: PreTrainedTokenizerBase | "
-            "list[PreTrainedTokenizerBase] | None=None, callbacks: list[TrainerCallback] | "
-            "None=None, optimizers: tuple[torch.optim.Optimizer | None, "
-            "torch.optim.lr_scheduler.LambdaLR | None]=(None, None), peft_config: "
-            "'PeftConfig | None'=None, tools: list[Callable] | None=None, rollout_func: "
-            "RolloutFunc | None=None, environment_factory: EnvironmentFactory | None=None)",
-        ),
-        (
-            "1.8.0",
-            "(self, model: 'str | PreTrainedModel | PeftModel', reward_funcs: RewardFunc | "
-            "list[RewardFunc] | None=None, args: GRPOConfig | None=None, train_dataset: "
-            "Dataset | IterableDataset | None=None, eval_dataset: Dataset | "
-            "IterableDataset | DatasetDict | IterableDatasetDict | dict[str, Dataset | "
-            "IterableDataset] | None=None, processing_class: PreTrainedTokenizerBase | "
-            "ProcessorMixin | None=None, reward_processing_classes: "
-            "PreTrainedTokenizerBase | list[PreTrainedTokenizerBase] | None=None, "
-            "callbacks: list[TrainerCallback] | None=None, optimizers: "
-            "tuple[torch.optim.Optimizer | None, torch.optim.lr_scheduler.LambdaLR | "
-            "None]=(None, None), quantization_config: 'BitsAndBytesConfig | None'=None, "
-            "peft_config: 'PeftConfig | None'=None, tools: list[Callable] | None=None, "
-            "rollout_func: RolloutFunc | None=None, environment_factory: "
-            "EnvironmentFactory | dict[str, EnvironmentFactory] | None=None)",
-        ),
-    ),
-    "GRPOTrainer._get_per_token_logps_and_entropies": (
-        (
-            "1.0.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, pixel_values=None, image_grid_thw=None, "
-            "num_images=None, pixel_attention_mask=None, image_sizes=None, "
-            "token_type_ids=None, mm_token_type_ids=None, pixel_position_ids=None) -> "
-            "dict[str, torch.Tensor | None]",
-        ),
-        (
-            "1.1.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, pixel_values=None, image_grid_thw=None, "
-            "num_images=None, pixel_attention_mask=None, image_sizes=None, "
-            "token_type_ids=None, mm_token_type_ids=None, image_position_ids=None) -> "
-            "tuple[torch.Tensor, torch.Tensor | None]",
-        ),
-        (
-            "1.7.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, compute_aux_loss=False, pixel_values=None, "
-            "image_grid_thw=None, num_images=None, pixel_attention_mask=None, "
-            "spatial_shapes=None, num_tiles=None, image_sizes=None, token_type_ids=None, "
-            "mm_token_type_ids=None, image_position_ids=None) -> tuple[torch.Tensor, "
-            "torch.Tensor | None, torch.Tensor | None]",
-        ),
-        ("1.14.0", "(self, model, *args, batch_size=None, compute_aux_loss=False, **kwargs)"),
-        (
-            "1.15.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, compute_aux_loss=False, pixel_values=None, "
-            "image_grid_thw=None, num_images=None, pixel_attention_mask=None, "
-            "spatial_shapes=None, num_tiles=None, image_sizes=None, token_type_ids=None, "
-            "mm_token_type_ids=None, image_position_ids=None) -> tuple[torch.Tensor, "
-            "torch.Tensor | None, torch.Tensor | None]",
-        ),
-    ),
-    "GRPOTrainer._calculate_rewards": (
-        ("1.0.0", "(self, inputs, prompts, completions, completion_ids_list)"),
-    ),
-    "GRPOTrainer._generate_and_score_completions": (
-        (
-            "1.0.0",
-            "(self, inputs: list[dict[str, torch.Tensor | Any]]) -> dict[str, torch.Tensor | Any]",
-        ),
-    ),
-    "GRPOTrainer._compute_loss": (("1.0.0", "(self, model, inputs)"),),
-    "GRPOTrainer.training_step": (("1.0.0", "(self, model, inputs, num_items_in_batch)"),),
-    "RLOOTrainer.__init__": (
-        (
-            "1.0.0",
-            "(self, model: 'str | PreTrainedModel | PeftModel', reward_funcs: RewardFunc | "
-            "list[RewardFunc], args: RLOOConfig | None=None, train_dataset: Dataset | "
-            "IterableDataset | None=None, eval_dataset: Dataset | IterableDataset | "
-            "dict[str, Dataset | IterableDataset] | None=None, processing_class: "
-            "PreTrainedTokenizerBase | ProcessorMixin | None=None, "
-            "reward_processing_classes: PreTrainedTokenizerBase | "
-            "list[PreTrainedTokenizerBase] | None=None, callbacks: list[TrainerCallback] | "
-            "None=None, optimizers: tuple[torch.optim.Optimizer | None, "
-            "torch.optim.lr_scheduler.LambdaLR | None]=(None, None), peft_config: "
-            "'PeftConfig | None'=None)",
-        ),
-        (
-            "1.8.0",
-            "(self, model: 'str | PreTrainedModel | PeftModel', reward_funcs: RewardFunc | "
-            "list[RewardFunc], args: RLOOConfig | None=None, train_dataset: Dataset | "
-            "IterableDataset | None=None, eval_dataset: Dataset | IterableDataset | "
-            "DatasetDict | IterableDatasetDict | dict[str, Dataset | IterableDataset] | "
-            "None=None, processing_class: PreTrainedTokenizerBase | ProcessorMixin | "
-            "None=None, reward_processing_classes: PreTrainedTokenizerBase | "
-            "list[PreTrainedTokenizerBase] | None=None, callbacks: list[TrainerCallback] | "
-            "None=None, optimizers: tuple[torch.optim.Optimizer | None, "
-            "torch.optim.lr_scheduler.LambdaLR | None]=(None, None), quantization_config: "
-            "'BitsAndBytesConfig | None'=None, peft_config: 'PeftConfig | None'=None)",
-        ),
-    ),
-    "RLOOTrainer._get_per_token_logps_and_entropies": (
-        (
-            "1.0.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, pixel_values=None, image_grid_thw=None, "
-            "num_images=None, pixel_attention_mask=None, image_sizes=None, "
-            "token_type_ids=None, mm_token_type_ids=None, pixel_position_ids=None) -> "
-            "dict[str, torch.Tensor | None]",
-        ),
-        (
-            "1.1.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, pixel_values=None, image_grid_thw=None, "
-            "num_images=None, pixel_attention_mask=None, image_sizes=None, "
-            "token_type_ids=None, mm_token_type_ids=None, image_position_ids=None) -> "
-            "tuple[torch.Tensor, torch.Tensor | None]",
-        ),
-        (
-            "1.7.0",
-            "(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, "
-            "compute_entropy=False, compute_aux_loss=False, pixel_values=None, "
-            "image_grid_thw=None, num_images=None, pixel_attention_mask=None, "
-            "spatial_shapes=None, num_tiles=None, image_sizes=None, token_type_ids=None, "
-            "mm_token_type_ids=None, image_position_ids=None) -> tuple[torch.Tensor, "
-            "torch.Tensor | None, torch.Tensor | None]",
-        ),
-    ),
-    "RLOOTrainer._calculate_rewards": (
-        ("1.0.0", "(self, inputs, prompts, completions, completion_ids_list)"),
-    ),
-    "RLOOTrainer._generate_and_score_completions": (
-        (
-            "1.0.0",
-            "(self, inputs: list[dict[str, torch.Tensor | Any]]) -> dict[str, torch.Tensor | Any]",
-        ),
-    ),
-    "RLOOTrainer._compute_loss": (("1.0.0", "(self, model, inputs)"),),
-    "RLOOTrainer.training_step": (("1.0.0", "(self, model, inputs, num_items_in_batch)"),),
-}
+
+def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tuple[str, str], str]]:
+    """:data:`SIGNATURES` and :data:`SIGNATURE_SOURCES` from the recorded releases."""
+    data = recording_of("kl_patches.adapters.trl")
+    steps: dict[str, tuple[tuple[str, str], ...]] = {}
+    sources: dict[tuple[str, str], str] = {}
+    for cls in TRAINER_FILES:
+        for name in HOOKED_METHODS:
+            method, found = f"{cls}.{name}", list[tuple[str, str]]()
+            for release in RELEASES_1X:
+                record = data.at(release).symbols[method]
+                if record is None:
+                    raise RuntimeError(f"TRL {release} data: {method} is not defined")
+                text = str(record["signature"])[len(name) :]
+                if not found or found[-1][1] != text:
+                    found.append((release, text))
+                    sources[(method, release)] = str(record["at"])
+            steps[method] = tuple(found)
+    return steps, sources
+
+
+SIGNATURES, SIGNATURE_SOURCES = _signature_steps()
 """Method (``Class.method``) -> ``(since, signature)`` steps: each text holds from ``since``
-until the next step; it is ``(args) -> returns`` as :func:`signature_text` writes the ``def``."""
-
-SIGNATURE_SOURCES: dict[tuple[str, str], str] = {
-    ("GRPOTrainer.__init__", "1.0.0"): "trl/trainer/grpo_trainer.py:264",
-    ("GRPOTrainer.__init__", "1.8.0"): "trl/trainer/grpo_trainer.py:293",
-    ("GRPOTrainer._get_per_token_logps_and_entropies", "1.0.0"): "trl/trainer/grpo_trainer.py:1004",
-    ("GRPOTrainer._get_per_token_logps_and_entropies", "1.1.0"): "trl/trainer/grpo_trainer.py:1021",
-    ("GRPOTrainer._get_per_token_logps_and_entropies", "1.7.0"): "trl/trainer/grpo_trainer.py:1152",
-    (
-        "GRPOTrainer._get_per_token_logps_and_entropies",
-        "1.14.0",
-    ): "trl/trainer/grpo_trainer.py:1370",
-    (
-        "GRPOTrainer._get_per_token_logps_and_entropies",
-        "1.15.0",
-    ): "trl/trainer/grpo_trainer.py:1377",
-    ("GRPOTrainer._calculate_rewards", "1.0.0"): "trl/trainer/grpo_trainer.py:1151",
-    ("GRPOTrainer._generate_and_score_completions", "1.0.0"): "trl/trainer/grpo_trainer.py:1704",
-    ("GRPOTrainer._compute_loss", "1.0.0"): "trl/trainer/grpo_trainer.py:2258",
-    ("GRPOTrainer.training_step", "1.0.0"): "trl/trainer/grpo_trainer.py:1082",
-    ("RLOOTrainer.__init__", "1.0.0"): "trl/trainer/rloo_trainer.py:221",
-    ("RLOOTrainer.__init__", "1.8.0"): "trl/trainer/rloo_trainer.py:229",
-    ("RLOOTrainer._get_per_token_logps_and_entropies", "1.0.0"): "trl/trainer/rloo_trainer.py:668",
-    ("RLOOTrainer._get_per_token_logps_and_entropies", "1.1.0"): "trl/trainer/rloo_trainer.py:666",
-    ("RLOOTrainer._get_per_token_logps_and_entropies", "1.7.0"): "trl/trainer/rloo_trainer.py:744",
-    ("RLOOTrainer._calculate_rewards", "1.0.0"): "trl/trainer/rloo_trainer.py:815",
-    ("RLOOTrainer._generate_and_score_completions", "1.0.0"): "trl/trainer/rloo_trainer.py:1084",
-    ("RLOOTrainer._compute_loss", "1.0.0"): "trl/trainer/rloo_trainer.py:1376",
-    ("RLOOTrainer.training_step", "1.0.0"): "trl/trainer/rloo_trainer.py:746",
-}
-
-"""(method, since) -> ``path:line`` of that ``def`` in release ``since``."""
+until the next step; it is ``(args) -> returns`` as :func:`signature_text` writes the ``def``.
+And (method, since) -> ``path:line`` of that ``def`` in release ``since``. Both derived from the
+recorded releases (``data/<release>.json``, ``symbols``)."""
 
 SURFACE_CHANGES: tuple[Change, ...] = (
     Change(

@@ -22,6 +22,7 @@ from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
+from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_KEYS, MONITOR_FIELD, kind_of, patched_config
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
@@ -88,7 +89,10 @@ def _findings(
     config: KLConfig,
     patched: bool,
     sem: TrlSemantics | None = None,
+    given: frozenset[str] | None = None,
 ) -> list[Finding]:
+    """TRL-specific findings; ``given`` is the set of keys the launch sets itself (None: every
+    key, as for a config object, whose defaults are the installed release's own)."""
     sem = sem or semantics()
     out: list[Finding] = []
     beta = float(s["beta"])  # type: ignore[arg-type]
@@ -103,6 +107,26 @@ def _findings(
             )
         )
     if not patched and kind == "GRPO" and beta != 0.0:
+        if (
+            given is not None
+            and "use_bias_correction_kl" not in given
+            and s["use_bias_correction_kl"]
+            and sem.bias_correction
+        ):
+            since = _bias_correction_default_since(sem.release)
+            out.append(
+                Finding(
+                    "trl.kl_weighted_by_default",
+                    "warning",
+                    f"TRL {sem.release} multiplies each token's k3 by pi/pi_old by default "
+                    f"(use_bias_correction_kl=True from TRL {since}, "
+                    f"{sem.sources['use_bias_correction_kl']}): the same config trained an "
+                    f"unweighted k3 on TRL < {since}, so its KL gradient differs from runs on "
+                    "earlier releases (on-policy the weight is 1 and only the gradient changes).",
+                    "use_bias_correction_kl=false (the k3 of earlier releases), or "
+                    "use_bias_correction_kl=true to keep it and pin the choice",
+                )
+            )
         if s["use_bias_correction_kl"] and s["importance_sampling_level"] == "sequence":
             out.append(
                 Finding(
@@ -310,11 +334,23 @@ def read(
         off_policy=bool(reasons) or _off_policy(s),
         settings=s,
         findings=tuple(extra_findings)
-        + tuple(_findings(kind, s, config, patched, sem))
+        + tuple(_findings(kind, s, config, patched, sem, _given(source)))
         + tuple(extra),
         fix=_fix(kind, s, config),
         off_policy_reason="; ".join(reasons),
     )
+
+
+def _given(source: Any) -> frozenset[str] | None:
+    """The keys a dict launch sets itself; None for a config or trainer object (every field is
+    set there, to the installed release's defaults)."""
+    return frozenset(k for k in source if isinstance(k, str)) if isinstance(source, dict) else None
+
+
+def _bias_correction_default_since(release: str) -> str:
+    """The release from which ``use_bias_correction_kl`` defaults to True (as of ``release``)."""
+    row = HISTORY.latest("grpo.use_bias_correction_kl_default", release)
+    return row.since if row is not None else release
 
 
 def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], list[Finding]]:
