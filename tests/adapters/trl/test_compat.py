@@ -315,7 +315,7 @@ def test_subclass_overriding_only_init_is_accepted(dirs: tuple[Path, Path]) -> N
 
 
 def _build(dirs: tuple[Path, Path], cls: type, **overrides: Any) -> Any:
-    from trl_support import tiny
+    from kl_patches.experiments import tiny
 
     args = trl.GRPOConfig(**tiny.common_args(dirs[1], **overrides))
     return cls(

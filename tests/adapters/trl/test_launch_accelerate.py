@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 pytest.importorskip("trl")
 pytest.importorskip("accelerate")
 
-from trl_support import tiny
+from kl_patches.experiments import tiny
 
 MARKER = "KL_PATCHES_TEST_RUN"
 """Environment variable set to a fresh value per run; every process of the run inherits it."""
@@ -133,7 +133,7 @@ def write_run(tmp_path: Path, native: bool = False) -> Path:
     run: dict[str, object] = {
         "model_name_or_path": str(model_dir),
         "dataset_name": str(data_dir),
-        "reward_funcs": ["trl_support.tiny.target_reward"],
+        "reward_funcs": ["kl_patches.experiments.tiny.target_reward"],
         "kl_estimator": "k1",
         "kl_placement": "reward",
         "kl_coef": 0.05,
