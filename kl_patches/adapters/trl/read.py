@@ -23,7 +23,7 @@ from kl_patches.config import KLConfig
 
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
 from .semantics import TrlSemantics, semantics
-from .translate import KL_KEYS, MONITOR_FIELD, kind_of, patched_config
+from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
@@ -247,6 +247,8 @@ def read(
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
+    if isinstance(source, dict) and KL_BLOCK in source:  # kl: {coef: ...} as kl_* keys
+        source = flatten_kl_block(source)
     if isinstance(source, dict) and STRAY in source:
         stray = [str(w) for w in source[STRAY]]
         source = {k: v for k, v in source.items() if k != STRAY}
@@ -512,15 +514,15 @@ def installed_defaults() -> dict[str, dict[str, object]]:
 
 def claims(mapping: dict[str, Any]) -> bool:
     """A flat mapping is a TRL ``TrlParser`` config; so is one whose only nested values are
-    fields TRL's dataclasses or transformers' TrainingArguments take as a dict
-    (``gradient_checkpointing_kwargs``, ``model_init_kwargs``, any ``*_kwargs``), as long as one
-    of its keys is such a field."""
+    kl-patches' ``kl:`` block or fields TRL's dataclasses or transformers' TrainingArguments
+    take as a dict (``gradient_checkpointing_kwargs``, ``model_init_kwargs``, any ``*_kwargs``),
+    as long as one of its keys is such a field."""
     if not mapping:
         return False
     from .fieldsets import TRAINING_ARGUMENTS, known_fields
 
     fields = known_fields() | TRAINING_ARGUMENTS
-    nested = [k for k, v in mapping.items() if isinstance(v, dict)]
+    nested = [k for k, v in mapping.items() if isinstance(v, dict) and k != KL_BLOCK]
     if not nested:
         return True
     if any(not (isinstance(k, str) and (k in fields or k.endswith("_kwargs"))) for k in nested):
