@@ -533,6 +533,18 @@ def claims(mapping: dict[str, Any]) -> bool:
 KNOWN_KEYS = frozenset({*GRPO_DEFAULTS, *RLOO_DEFAULTS, *PPO_DEFAULTS})
 """TRL config keys the reader reads (for the audit's unknown-script heuristics)."""
 
+CONFIG_MARKERS = frozenset(
+    {"beta", "num_generations", "reward_funcs", "loss_type", "scale_rewards", KL_BLOCK,
+     MONITOR_FIELD, *KL_KEYS}
+)  # fmt: skip
+"""Keys only a TRL RL trainer config (or a kl-patches one) has: a flat YAML found by walking a
+folder is read as TRL's only when it has one of them (a CI or tool config is flat too)."""
+
+
+def recognises(mapping: dict[str, Any]) -> bool:
+    """A TRL RL trainer config: :func:`claims` and one of :data:`CONFIG_MARKERS`."""
+    return claims(mapping) and any(k in CONFIG_MARKERS for k in mapping)
+
 
 def _scalar(text: str) -> Any:
     """A flag value as TRL's parser would type it (YAML scalars: 0.1, true, null, ...)."""
