@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kl_patches.cli import errors
 from kl_patches.experiments import reproduce, reproduce_report, reproduce_train
+from kl_patches.experiments.tables import wrap
 
 
 def _betas(text: str) -> tuple[float, ...]:
@@ -117,9 +118,11 @@ def run(argv: list[str]) -> int:
     print(reproduce_report.format_table(rows))
     for line in reproduce_report.summary_lines(rows, off_policy=args.off_policy):
         print(line)
+    print()
+    print(wrap(reproduce_report.summary_sentence(rows)))
     if args.plot:
         paths = reproduce_report.plot_runs(
-            runs, args.betas, Path(args.plot), off_policy=args.off_policy
+            runs, args.betas, Path(args.plot), off_policy=args.off_policy, model=args.model
         )
         for path in paths:
             print(f"plot written to {path}")

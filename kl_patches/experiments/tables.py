@@ -55,6 +55,7 @@ def render(table: Table) -> str:
     from rich import box
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     rows = [r for r in table.rows if r is not None]
     numeric = table.numeric
@@ -63,21 +64,20 @@ def render(table: Table) -> str:
             j for j in range(1, len(table.columns)) if rows and all(_numberlike(r[j]) for r in rows)
         }
     out = RichTable(
-        title=table.title or None,
-        caption=table.caption or None,
+        title=Text(table.title) if table.title else None,  # Text: brackets are not markup
         box=box.SIMPLE_HEAD,
         title_justify="left",
         caption_justify="left",
         pad_edge=False,
     )
     for j, name in enumerate(table.columns):
-        out.add_column(name, justify="right" if j in numeric else "left", no_wrap=True)
+        out.add_column(Text(name), justify="right" if j in numeric else "left", no_wrap=True)
     pending_rule = False
     for row in table.rows:
         if row is None:
             pending_rule = True
             continue
-        out.add_row(*row, end_section=False)
+        out.add_row(*(Text(cell) for cell in row), end_section=False)
         if pending_rule and out.row_count > 1:
             out.rows[-2].end_section = True
         pending_rule = False
@@ -86,23 +86,14 @@ def render(table: Table) -> str:
         file=buffer, width=10_000, color_system=None, force_terminal=False, highlight=False
     )
     console.print(out, crop=False)
-    text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
-    if table.caption:  # rich wraps a caption to the table's width: keep it as one paragraph
-        text = _caption_as_paragraph(text, table.caption)
-    return text.strip("\n")
+    text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n")
+    if table.caption:  # one paragraph under the table, not wrapped to the table's width
+        text += "\n" + wrap(table.caption)
+    return text
 
 
-def _caption_as_paragraph(text: str, caption: str) -> str:
-    """Replace rich's wrapped caption lines with the caption wrapped at 100 columns."""
+def wrap(text: str, width: int = 100) -> str:
+    """A paragraph wrapped at ``width`` columns, never inside a hyphenated name."""
     import textwrap
 
-    lines = text.splitlines()
-    words = caption.split()
-    cut = len(lines)
-    seen: list[str] = []
-    for k in range(len(lines) - 1, -1, -1):
-        seen = lines[k].split() + seen
-        if seen == words:
-            cut = k
-            break
-    return "\n".join([*lines[:cut], *textwrap.wrap(caption, 100)])
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
