@@ -479,5 +479,6 @@ def launcher_payload(
         base = patched_config(data)
         config = flags.config_from_tokens(ours, base=None if base is None else base.to_dict())
         assert config is not None  # tokens were given
+        data.pop(KL_BLOCK, None)  # the flags won over the file's kl: block, as in the launcher
         data.update({argument_name(k): v for k, v in config.to_dict().items()})
     return LaunchPayload(data)
