@@ -32,3 +32,19 @@ def test_python_dash_m_kl_patches() -> None:
         text=True,
     )
     assert done.returncode == 0 and "unbiased:    yes" in done.stdout
+
+
+def test_version_names_the_package_and_each_librarys_release(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from importlib import metadata
+
+    from kl_patches.adapters.trl.versions import SUPPORT
+
+    assert cli.main(["--version"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"kl-patches {metadata.version('kl-patches')}"
+    trl = next(line for line in lines if line.split()[0] == "trl")
+    found = SUPPORT.installed()
+    assert ("not installed" in trl) == (found is None) and f"range {SUPPORT.supported}" in trl
+    assert {line.split()[0] for line in lines[1:]} == {"trl", "verl", "openrlhf"}
