@@ -26,6 +26,7 @@ import subprocess
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 SCRIPT_SUFFIXES = (".sh", ".bash")
 """Shell scripts (a file without a suffix counts when its first line is a shell shebang)."""
@@ -143,6 +144,15 @@ def _git_ignored(root: Path, paths: list[Path]) -> set[Path] | None:
     return {Path(p) for p in done.stdout.split("\0") if p}
 
 
+def _spec(pathspec: Any, lines: list[str]) -> Any:
+    """A gitignore spec (pathspec >= 0.12 names the style ``gitignore``; older ones
+    ``gitwildmatch``)."""
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except KeyError:
+        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+
 def _pathspec_ignored(root: Path, paths: list[Path]) -> set[Path] | None:
     """The paths the ``.gitignore`` files under ``root`` ignore, through ``pathspec``; None
     when pathspec is not installed."""
@@ -154,7 +164,7 @@ def _pathspec_ignored(root: Path, paths: list[Path]) -> set[Path] | None:
     specs = []
     for gitignore in sorted(root.rglob(".gitignore")):
         lines = (_text(gitignore) or "").splitlines()
-        specs.append((gitignore.parent, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+        specs.append((gitignore.parent, _spec(pathspec, lines)))
     for path in paths:
         for base, spec in specs:
             try:

@@ -395,8 +395,8 @@ def off_policy_summary(reports: list[BiasReport]) -> str:
 def format_off_policy_markdown(reports: list[BiasReport]) -> str:
     """The off-policy table as Markdown, one row per (behaviour policy, configuration)."""
     lines = [
-        "| KL(mu&#124;&#124;pi) per token | configuration | weighting | exact bias | cosine | MC bias "
-        "| MC s.e. | variance |",
+        "| KL(mu&#124;&#124;pi) per token | configuration | weighting | exact bias | cosine "
+        "| MC bias | MC s.e. | variance |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for kl, group in _by_behaviour(reports):
