@@ -293,7 +293,8 @@ def main(argv: list[str]) -> int:
 
     config = apply(launch.config, full_monitor=launch.monitor)
     export(config)
-    announce(launch.report(config))
+    if os.environ.get("RANK", "0") == "0":  # every rank applies it; the first one says it
+        announce(launch.report(config))
     script, parsed = launch.script, launch.parsed
     distributed = _hold_process_group(parsed)
     try:

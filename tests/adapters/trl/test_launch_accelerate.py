@@ -179,6 +179,9 @@ def test_two_rank_accelerate_launch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     reports = REPORT.findall(done.stderr)
     assert sorted(r[0] for r in reports) == ["0", "1"], done.stderr[-4000:]
+    block = "kl_patches.trl: KL regulariser for TRL\n"
+    assert done.stderr.count(block) == 1, done.stderr[-4000:]  # said once, by rank 0
+    assert done.stderr.index(block) < min(m.start() for m in REPORT.finditer(done.stderr))
     for _, _, calls in reports:
         counts = eval(calls, {})  # a dict literal printed by the launcher
         assert counts["__init__"] == 1
