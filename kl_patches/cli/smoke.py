@@ -123,15 +123,14 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
             f"{model_dir} (CPU, fp32, {steps} steps of 8 completions in groups of 4)",
         )
     )
-    logs: list[dict[str, float]] = []
+    kept: list[dict[str, float]] = []
 
     class Collect(TrainerCallback):  # type: ignore[misc]
         """Keeps every dict TRL logs during training."""
 
-        def on_log(self, args: Any, state: Any, control: Any, logs_: Any = None, **kw: Any) -> None:
-            entry = kw.get("logs", logs_)
-            if entry and "train_runtime" not in entry:
-                logs.append({"step": float(state.global_step), **entry})
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "train_runtime" not in logs:  # the end-of-training summary is not a step
+                kept.append({"step": float(state.global_step), **logs})
 
     import trl as trl_module
 
@@ -155,15 +154,15 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
     with errors.library_code():
         trainer.train()
     elapsed = time.monotonic() - started
-    print(metrics_table(logs))
+    print(metrics_table(kept))
     sources = hooks.penalty_sources(trainer)
-    kl_keys = sorted({k for entry in logs for k in entry if "kl" in k.lower()})
+    kl_keys = sorted({k for entry in kept for k in entry if "kl" in k.lower()})
     if config.placement != "none" and not kl_keys:
         errors.say("kl-patches smoke trl: no KL metric was logged: the KL hooks did not run")
         return 1
     where = ", ".join(f"{k}: {v}" for k, v in sorted(sources.items())) or "no reward side"
     print(
-        f"kl-patches smoke trl: {len(logs)} steps with {config.short_name} in {elapsed:.0f} s; "
+        f"kl-patches smoke trl: {len(kept)} steps with {config.short_name} in {elapsed:.0f} s; "
         f"reward-side penalty sources per generation batch: {where}"
     )
     return 0
