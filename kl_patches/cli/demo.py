@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kl_patches.cli import errors
+from kl_patches.cli import SUMMARIES, errors
 from kl_patches.experiments import bias
 from kl_patches.experiments.demo import (
     DEMO_BETAS,
@@ -34,8 +34,7 @@ def table1_table() -> Table:
 @errors.command("kl-patches demo", debug_option=True)
 def main(argv: list[str]) -> int:
     """Run the demo; returns 0 (2, with one line on stderr, for a bad option)."""
-    doc = __doc__ or ""
-    p = errors.ArgumentParser(prog="kl-patches demo", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches demo", description=SUMMARIES["demo"])
     p.add_argument("--out", default="out", help="folder for plots (default: out/)")
     p.add_argument(
         "--steps", type=errors.at_least(1), default=250, help="training updates per run (250)"

@@ -13,7 +13,7 @@ import argparse
 import math
 from pathlib import Path
 
-from kl_patches.cli import errors
+from kl_patches.cli import SUMMARIES, errors
 from kl_patches.experiments import reproduce, reproduce_report, reproduce_train
 from kl_patches.experiments.tables import wrap
 
@@ -36,8 +36,7 @@ def run(argv: list[str]) -> int:
         from kl_patches.cli import reproduce_paper
 
         return reproduce_paper.run([a for a in argv if a != "--paper"])
-    doc = reproduce.__doc__ or ""
-    p = errors.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches reproduce", description=SUMMARIES["reproduce"])
     p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
     p.add_argument(
         "--seeds", type=errors.at_least(1), default=5, help="seeds per configuration (default 5)"

@@ -20,7 +20,8 @@ def test_every_command_resolves_to_a_function() -> None:
 def test_help_and_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in cli.COMMANDS)
+    assert all(name in out for name in cli.COMMANDS) and set(cli.SUMMARIES) == set(cli.COMMANDS)
+    assert "``" not in out and ":mod:" not in out  # plain words
     assert cli.main(["frobnicate"]) == 2
     assert "valid commands" in capsys.readouterr().err
 
