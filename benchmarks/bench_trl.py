@@ -3,7 +3,7 @@
 Usage (the TRL venv, CPU, a few minutes):
     python benchmarks/bench_trl.py [--steps 30] [--completion-length 32]
 
-Tiny random Qwen2 from ``tests/adapters/trl/trl_support`` (policy perturbed away from the
+Tiny random Qwen2 of ``kl_patches.experiments.tiny`` (policy perturbed away from the
 reference), every completion forced to full length so all configurations do the same work.
 Step time: one scored generation batch (TRL's ``_generate_and_score_completions``), TRL's
 ``_compute_loss`` and the backward -- everything the adapter touches; the optimizer and the
@@ -146,7 +146,9 @@ def main() -> int:
         return 0
 
     import torch
-    from trl_support import harness, tiny
+    from trl_support import harness
+
+    from kl_patches.experiments import tiny
 
     torch.set_num_threads(1)
     root = Path(tempfile.mkdtemp(prefix="bench-trl-"))

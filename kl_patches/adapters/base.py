@@ -182,6 +182,7 @@ JOBS: dict[str, tuple[str, bool]] = {
     "entry_payload": (".read:entry_payload", False),
     "bare_payload": (".read:bare_payload", False),
     "claims": (".read:claims", False),
+    "recognises": (".read:recognises", False),
     "launcher_payload": (".launch:launcher_payload", True),
     "releases": (".semantics:releases", False),
     "vendored_version": (".semantics:vendored_version", False),
@@ -319,6 +320,15 @@ class AdapterDescriptor:
         """Whether a loaded config mapping belongs to this library."""
         claim = self.function("claims")
         return claim is not None and bool(claim(mapping))
+
+    def recognises(self, mapping: Mapping[str, Any]) -> bool:
+        """Whether a config file found by walking a folder (``kl-patches audit DIR``) is one of
+        this library's RL trainer configs: stricter than :meth:`claims` where that accepts any
+        flat mapping (``read.recognises``; default :meth:`claims`)."""
+        recognise = self.function("recognises")
+        if recognise is None:
+            return self.claims(mapping)
+        return bool(recognise(mapping))
 
     def releases(self) -> tuple[str, ...]:
         """Every release the adapter's per-version data covers (its tested ones when it has

@@ -30,6 +30,11 @@ class InputError(ValueError):
     """Input that cannot be read (the CLI turns it into one line and exit code 2)."""
 
 
+class NotALaunchError(InputError):
+    """Input that reads fine but launches no trainer (a file found by walking a folder that only
+    imports a library, say): ``kl-patches audit DIR`` counts it instead of failing on it."""
+
+
 def yaml_module() -> Any:
     """pyyaml, or an InputError saying how to get it (a base dependency an env may still lack)."""
     try:

@@ -4,7 +4,14 @@
 any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional number). Every command
 and launcher uses this module, so the flags, their choices and their help text are the config
 dataclass itself: a new field is a new flag everywhere. The help text is the first sentence of
-the field's docstring in :mod:`kl_patches.config`.
+the field's docstring in :mod:`kl_patches.config`, in plain words (:func:`plain` drops the
+reStructuredText markup).
+
+The flag is the field's name, except that ``KLConfig.kl_clamp`` is written ``--kl.clamp`` (under
+``--kl.`` the ``kl_`` says nothing; :data:`CLI_NAMES`); ``--kl.kl_clamp`` still works, with a
+deprecation warning. A YAML file uses the same names under a ``kl:`` mapping
+(:func:`tokens_from_mapping`). Old spellings warn through :func:`deprecated`, which names the
+user's own file and line (or the command line) and the new spelling.
 
 Two ways in: :func:`add_arguments` declares the flags on an ``argparse`` parser (commands that
 own their whole command line); :func:`split_argv` + :func:`config_from_tokens` take them out of
@@ -20,6 +27,7 @@ import functools
 import inspect
 import itertools
 import math
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +38,15 @@ from kl_patches.config import FIELD_CHOICES, KLConfig
 
 PREFIX = "--kl."
 """Prefix of the per-field flags."""
+
+CLI_NAMES: dict[str, str] = {"kl_clamp": "clamp"}
+"""KLConfig field -> its name after ``--kl.`` (and under ``kl:`` in YAML) where they differ."""
+
+OLD_NAMES: dict[str, str] = {field: field for field in CLI_NAMES}
+"""Deprecated names after ``--kl.`` -> the KLConfig field (``--kl.kl_clamp``)."""
+
+COMMAND_LINE = "<command line>"
+"""The "file" a deprecation warning names for a flag given on the command line."""
 
 
 @dataclass(frozen=True)
@@ -45,12 +62,17 @@ class FieldSpec:
     choices: tuple[str, ...]
     """Valid values of a ``choice`` field (empty for numbers)."""
     help: str
-    """First sentence of the field's docstring."""
+    """First sentence of the field's docstring, in plain words."""
+
+    @property
+    def cli(self) -> str:
+        """The name after ``--kl.`` and under ``kl:`` (:data:`CLI_NAMES`; else the field's)."""
+        return CLI_NAMES.get(self.name, self.name)
 
     @property
     def flag(self) -> str:
-        """``--kl.<name>``."""
-        return PREFIX + self.name
+        """``--kl.<cli name>``."""
+        return PREFIX + self.cli
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,8 +95,22 @@ def _field_docs() -> dict[str, str]:
 
 
 def _first_sentence(text: str) -> str:
-    head, dot, _ = text.partition(". ")
+    """The first sentence; the first two when the first is only a heading ("Loss side only.")."""
+    head, dot, rest = text.partition(". ")
+    if dot and len(head) < 40:
+        second, dot2, _ = rest.partition(". ")
+        return f"{head}. {second}" + ("." if dot2 else "")
     return head + ("." if dot else "")
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """Docstring text without reStructuredText markup: ``:func:`~a.b.f``` -> ``f``, double
+    backquotes dropped, so help texts read as plain words."""
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    return text.replace("``", "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,23 +134,35 @@ def fields() -> tuple[FieldSpec, ...]:
                 kind=kind,
                 default=f.default,
                 choices=FIELD_CHOICES.get(f.name, ()),
-                help=_first_sentence(docs.get(f.name, f.name)),
+                help=plain(_first_sentence(docs.get(f.name, f.name))),
             )
         )
     return tuple(out)
 
 
 def spec(name: str) -> FieldSpec:
-    """The spec of field ``name``; ValueError naming the valid flags otherwise."""
+    """The spec of a field by its KLConfig name or its name after ``--kl.``; ValueError naming
+    the valid flags otherwise (a deprecated name such as ``kl_clamp`` is accepted here)."""
     for item in fields():
-        if item.name == name:
+        if name in (item.name, item.cli):
             return item
     raise ValueError(f"unknown flag {PREFIX}{name}; valid: {valid_flags()}")
 
 
+def field_of_flag(name: str, where: str = COMMAND_LINE, line: int = 0) -> FieldSpec:
+    """The spec for ``--kl.<name>`` as a user wrote it: a deprecated name (``kl_clamp``) warns
+    with :func:`deprecated` naming ``where``/``line``; an unknown one raises ValueError."""
+    item = spec(name)
+    if name != item.cli:
+        old = f"{PREFIX}{name}" if where == COMMAND_LINE else f"kl: {name}"
+        new = item.flag if where == COMMAND_LINE else f"kl: {item.cli}"
+        deprecated(old, new, where, line)
+    return item
+
+
 def valid_flags() -> str:
     """``--kl NAME, --kl.{coef,estimator,...}`` for error messages."""
-    return f"--kl NAME, {PREFIX}{{{','.join(sorted(f.name for f in fields()))}}}"
+    return f"--kl NAME, {PREFIX}{{{','.join(sorted(f.cli for f in fields()))}}}"
 
 
 def parse_value(item: FieldSpec, text: str) -> object:
@@ -149,17 +197,29 @@ def long_options(argv: Sequence[str]) -> list[tuple[str, str | None, list[str]]]
     return out
 
 
-def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Separate ``--kl`` / ``--kl.*`` flags (with their values) from the rest of an argv."""
+BOOL_WORDS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+"""The values an on/off ``--kl.<switch>`` takes (none: on)."""
+
+
+def split_argv(argv: Sequence[str], switches: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Separate ``--kl`` / ``--kl.*`` flags (with their values) from the rest of an argv.
+
+    ``switches``: names of on/off ``--kl.<name>`` options of a launcher, which take a value only
+    when the next word is one of :data:`BOOL_WORDS`.
+    """
     ours: list[str] = []
     rest: list[str] = []
     tokens = [str(t) for t in argv]
+    flag_switches = {PREFIX + s for s in switches}
     i = 0
     while i < len(tokens):
         token = tokens[i]
         if token == "--kl" or token.startswith((PREFIX, "--kl=")):
             ours.append(token)
-            if "=" not in token and i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            takes = i + 1 < len(tokens) and not tokens[i + 1].startswith("--")
+            if token in flag_switches:
+                takes = takes and tokens[i + 1].lower() in BOOL_WORDS
+            if "=" not in token and takes:
                 ours.append(tokens[i + 1])
                 i += 1
         else:
@@ -188,9 +248,37 @@ def parse_tokens(tokens: Sequence[str]) -> tuple[str | None, dict[str, object]]:
             continue
         if not flag.startswith(PREFIX):
             raise ValueError(f"unknown flag {flag}; valid: {valid_flags()}")
-        item = spec(flag[len(PREFIX) :])
+        item = field_of_flag(flag[len(PREFIX) :])
         values[item.name] = parse_value(item, value)
     return name, values
+
+
+def tokens_from_mapping(
+    mapping: Mapping[str, Any], where: str, lines: Mapping[str, int] | None = None
+) -> list[str]:
+    """The ``--kl``/``--kl.FIELD`` tokens of a ``kl:`` mapping of a YAML file (``where``).
+
+    The keys are the flag names (``coef``, ``estimator``, ``clamp``, ...) and ``name`` for the
+    short name of ``--kl``; ``none``/``null`` is None for an optional number. An unknown key is
+    a ValueError naming the file, the key and the valid keys; a deprecated one warns naming its
+    line (``lines``: key -> line number).
+    """
+    out: list[str] = []
+    for key, value in mapping.items():
+        line = (lines or {}).get(str(key), 0)
+        if key == "name":
+            out += ["--kl", str(value)]
+            continue
+        try:
+            item = field_of_flag(str(key), where, line)
+        except ValueError:
+            valid = ["name", *sorted(f.cli for f in fields())]
+            raise ValueError(
+                f"{where}:{line}: kl: {key} is not a KL setting; valid keys under kl: {valid}"
+            ) from None
+        text = "none" if value is None else str(value).lower() if isinstance(value, bool) else value
+        out += [item.flag, str(text)]
+    return out
 
 
 def build(
@@ -238,22 +326,60 @@ def to_tokens(config: KLConfig) -> list[str]:
     for key, value in config.to_dict().items():
         if key in fixed or value == base[key]:
             continue
-        out += [PREFIX + key, "none" if value is None else f"{value!r}".strip("'")]
+        out += [spec(key).flag, "none" if value is None else f"{value!r}".strip("'")]
     return out
 
 
+# ----------------------------------------------------------------------------- defaults
+@dataclass(frozen=True)
+class Default:
+    """A launcher's default for one field, and where it comes from (said in ``--help``)."""
+
+    value: object
+    """The value used when the flag is not given."""
+    source: str
+    """Where it comes from, in words (``verl's own algorithm.kl_ctrl.kl_coef``)."""
+
+
+def default_text(item: FieldSpec, defaults: Mapping[str, Default] | None = None) -> str:
+    """``default 0.001: verl's own ...`` for ``--help`` (KLConfig's default otherwise)."""
+    own = (defaults or {}).get(item.name)
+    if own is not None:
+        return f"default {own.value}: {own.source}"
+    shown = "none" if item.default is None else item.default
+    return f"default {shown}: KLConfig's default"
+
+
+def base_of(defaults: Mapping[str, Default] | None) -> dict[str, Any] | None:
+    """The field values of a launcher's defaults, as ``build``'s ``base`` (None: no defaults)."""
+    return {k: d.value for k, d in defaults.items()} if defaults else None
+
+
 # ----------------------------------------------------------------------------- argparse
-def add_arguments(parser: argparse.ArgumentParser, name_required: bool = False) -> None:
-    """Declare ``--kl NAME`` and every ``--kl.FIELD`` on ``parser`` (an argument group)."""
+NAME_HELP = (
+    "the KL regulariser by its short name: k1-in-reward (the unbiased choice), k3-in-loss, "
+    "k3-in-both, k2-in-loss, none, ...: estimator k1|k2|k3, then where it goes: reward, loss "
+    "or both"
+)
+"""Help text of ``--kl NAME``."""
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    name_required: bool = False,
+    defaults: Mapping[str, Default] | None = None,
+) -> None:
+    """Declare ``--kl NAME`` and every ``--kl.FIELD`` on ``parser`` (an argument group).
+
+    ``defaults``: the launcher's own defaults (field -> :class:`Default`), said in the help;
+    pass :func:`base_of` of them to :func:`build`. A deprecated name (``--kl.kl_clamp``) is
+    accepted, hidden from the help, and warns when used (:func:`values_from_namespace`).
+    """
     group = parser.add_argument_group(
         "KL configuration", "the KLConfig switch: a short name, then any field"
     )
     group.add_argument(
-        "--kl",
-        dest="kl_name",
-        metavar="NAME",
-        required=name_required,
-        help="short name: k1-in-reward, k3-in-loss, k3-in-both, none, ...",
+        "--kl", dest="kl_name", metavar="NAME", required=name_required, help=NAME_HELP
     )
     for item in fields():
         group.add_argument(
@@ -261,17 +387,28 @@ def add_arguments(parser: argparse.ArgumentParser, name_required: bool = False) 
             dest=f"kl_field_{item.name}",
             metavar="|".join(item.choices) if item.choices else "X",
             default=argparse.SUPPRESS,
-            help=f"{item.help} (default {item.default})",
+            help=f"{item.help} ({default_text(item, defaults)})",
         )
+        if item.cli != item.name:
+            group.add_argument(
+                PREFIX + item.name,
+                dest=f"kl_old_{item.name}",
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
 
 
 def values_from_namespace(args: argparse.Namespace) -> dict[str, object]:
-    """The ``--kl.FIELD`` values given on a parser set up by :func:`add_arguments`."""
-    return {
-        item.name: parse_value(item, str(getattr(args, f"kl_field_{item.name}")))
-        for item in fields()
-        if hasattr(args, f"kl_field_{item.name}")
-    }
+    """The ``--kl.FIELD`` values given on a parser set up by :func:`add_arguments` (a
+    deprecated name warns; the current one wins when both are given)."""
+    out: dict[str, object] = {}
+    for item in fields():
+        if hasattr(args, f"kl_old_{item.name}"):
+            deprecated(PREFIX + item.name, item.flag)
+            out[item.name] = parse_value(item, str(getattr(args, f"kl_old_{item.name}")))
+        if hasattr(args, f"kl_field_{item.name}"):
+            out[item.name] = parse_value(item, str(getattr(args, f"kl_field_{item.name}")))
+    return out
 
 
 def config_from_namespace(
@@ -285,6 +422,17 @@ def config_from_namespace(
     return build(name, values, base)
 
 
-def deprecated(old: str, new: str) -> None:
-    """Warn (FutureWarning: shown to end users) that an old flag spelling is deprecated."""
-    warnings.warn(f"{old} is deprecated; use {new}", FutureWarning, stacklevel=3)
+def deprecated(old: str, new: str, where: str = COMMAND_LINE, line: int = 0) -> None:
+    """Warn (FutureWarning: shown to end users) that an old spelling is deprecated.
+
+    The warning names where the user wrote it: ``where`` is a file (a YAML config: ``line`` is
+    its line, and Python's warning display prints that line) or :data:`COMMAND_LINE`, never
+    a line of kl-patches' own code.
+    """
+    warnings.warn_explicit(
+        f"{old} is deprecated; use {new}",
+        FutureWarning,
+        filename=where,
+        lineno=line,
+        module="kl_patches.deprecated",
+    )

@@ -16,7 +16,10 @@ adapter assumes. The guard (:meth:`VersionSupport.check`) then decides:
 
 ``KL_PATCHES_FORCE=1`` (or ``force=True``) lets every adapter run anyway, with the canary
 failures as warnings; the per-library spellings of earlier releases (``KL_PATCHES_TRL_FORCE``)
-still work, with a deprecation warning.
+still work, with a deprecation warning. It forces the version guard and nothing else: accepting
+a trainer class the patch cannot check (TRL: a subclass whose override of a hooked method shows
+no ``super()`` call, a foreign trainer) is :data:`TRAINER_FORCE_ENV`, which leaves every version
+guard on.
 """
 
 from __future__ import annotations
@@ -33,7 +36,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 FORCE_ENV = "KL_PATCHES_FORCE"
-"""Set to ``1`` to let any adapter patch a library version outside its supported range."""
+"""Set to ``1`` to let any adapter patch a library version outside its supported range (or one
+whose behaviour canaries fail)."""
+
+TRAINER_FORCE_ENV = "KL_PATCHES_FORCE_TRAINER"
+"""Set to ``1`` to build a trainer class the patch cannot check (an override of a hooked method
+without a visible ``super()`` call, a foreign trainer); the version guards stay on, and the
+hooks are still checked in the first training step."""
 
 Position = Literal["inside", "above", "below", "prerelease", "invalid"]
 """Where a version lies against a :class:`VersionSupport` range."""

@@ -1,5 +1,5 @@
-"""The support tables of the README and of each library's docs page, generated from the adapters'
-data (the tested range, the compat matrix, the change points, the one-off sweeps).
+"""The support tables of docs/support.md and of each library's docs page, generated from the
+adapters' data (the tested range, the compat matrix, the change points, the one-off sweeps).
 
 Each adapter's ``versions.py`` has ``support_rows() -> tuple[SupportRow, ...]``: one row per
 segment of releases that behave alike for the patch, saying what the library does natively,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIBRARIES = ("trl", "verl", "openrlhf")
-"""Libraries with a support table, in README order."""
+"""Libraries with a support table, in the order of docs/support.md."""
 
 TITLES = {"trl": "TRL", "verl": "verl", "openrlhf": "OpenRLHF"}
 
@@ -83,8 +83,9 @@ def sync(path: Path, library: str, *, write: bool = False) -> bool:
 
 
 def targets(root: Path) -> list[tuple[Path, str]]:
-    """(file, library) for every table: the README has all three, each docs page its own."""
-    return [(root / "README.md", lib) for lib in LIBRARIES] + [
+    """(file, library) for every table: docs/support.md has all three, each library's docs page
+    its own."""
+    return [(root / "docs" / "support.md", lib) for lib in LIBRARIES] + [
         (root / "docs" / f"{lib}.md", lib) for lib in LIBRARIES
     ]
 

@@ -31,7 +31,13 @@ from typing import Any
 
 from kl_patches import adapters
 from kl_patches.adapters.base import AdapterDescriptor, LaunchPayload
-from kl_patches.adapters.files import load_mapping_text, read_text, try_read_text, yaml_module
+from kl_patches.adapters.files import (
+    NotALaunchError,
+    load_mapping_text,
+    read_text,
+    try_read_text,
+    yaml_module,
+)
 from kl_patches.audit.ignored import argv_items
 from kl_patches.audit.model import AuditFinding, AuditInput, InputError
 from kl_patches.audit.python import PyScript, read_python
@@ -645,7 +651,7 @@ def _bare(
     extra: tuple[str, ...] = ()
     if d is None:
         if not words:
-            raise InputError(f"{origin}: nothing to audit (no flags, overrides or launch)")
+            raise NotALaunchError(f"{origin}: nothing to audit (no flags, overrides or launch)")
         if all(_OVERRIDE.match(w) for w in words) and any("=" in w for w in words):
             form = "overrides"
         elif words[0].startswith("--"):
@@ -840,7 +846,7 @@ def inputs_from_python(
         return found
     instead = "; ".join(f"{origin}:{line} {what}" for line, what in script.others)
     libs = ", ".join(script.libraries) or "none of verl, OpenRLHF, TRL"
-    raise InputError(
+    raise NotALaunchError(
         f"{origin}: no trainer with a reference KL built here (imports {libs})"
         + (f"; it runs {instead}" if instead else "")
         + (

@@ -1,7 +1,12 @@
 """``kl-patches audit``: the command line of :mod:`kl_patches.audit`.
 
+A folder (a repository) is walked for the launch files the audit recognises, skipping what git
+ignores (:mod:`kl_patches.audit.walk`). ``--installed`` reads the defaults of the libraries
+installed here; with none installed it says so and exits 2.
+
 Exit codes: 0 read (and, with ``--strict``, no biased setup); 1 ``--strict`` and a biased or
-KL-dropping setup; 2 unreadable input. Status of each trainer: ``unbiased`` (KL on, the
+KL-dropping setup; 2 unreadable input, a folder with no launch file, or ``--installed`` with no
+library installed. Status of each trainer: ``unbiased`` (KL on, the
 on-policy expected gradient is coef * grad KL(pi || pi_ref)), ``biased`` (any other expected
 gradient), ``kl_off`` (no KL term reaches the gradient), ``error`` (an adapter finding of
 severity ``error``: the KL is silently dropped, or the objective is not what the flags say).
@@ -12,16 +17,20 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kl_patches import adapters
+from kl_patches.adapters.files import NotALaunchError
 from kl_patches.audit import report
 from kl_patches.audit.inputs import inputs_from_argv
 from kl_patches.audit.model import AuditEntry
 from kl_patches.audit.run import audit, audit_input, audit_installed
 from kl_patches.audit.versions import parse_given
+from kl_patches.audit.walk import launch_files
 from kl_patches.cli import errors
 
 
@@ -32,14 +41,21 @@ def parser() -> argparse.ArgumentParser:
         usage="kl-patches audit [options] [PATH ...] [-- ARGV ...]",
         description="Which KL gradient a verl, OpenRLHF or TRL setup follows, and the fix.",
         epilog=(
-            "Examples: kl-patches audit run_grpo.sh | kl-patches audit config.yaml "
+            "Examples: kl-patches audit run_grpo.sh | kl-patches audit . (every launch file "
+            "of a repository, skipping what git ignores) | kl-patches audit config.yaml "
             "--library trl | kl-patches audit --library openrlhf -- --algo.kl.use_loss ... | "
             "kl-patches audit --installed. Exit codes: 0 read (and, with --strict, no biased "
             "setup); 1 --strict and a biased or KL-dropping setup; 2 an input could not be read "
-            "(the others are still audited) or bad options."
+            "(the others are still audited), a folder without a launch file, --installed with "
+            "no library installed, or bad options."
         ),
     )
-    p.add_argument("paths", nargs="*", help="launch scripts, YAML/JSON configs, override files")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help="launch scripts, YAML/JSON configs, override files, or folders (every launch file "
+        "in them)",
+    )
     p.add_argument("--library", choices=adapters.names(), help="read every input as this library's")
     p.add_argument(
         "--var",
@@ -83,6 +99,15 @@ def _document(
     if failed:
         doc["errors"] = failed
     return doc
+
+
+def _not_a_launch(err: BaseException | None) -> bool:
+    """True when ``err`` (or what caused it) says the file launches no trainer."""
+    while err is not None:
+        if isinstance(err, NotALaunchError):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _json_failure(failure: errors.Failure, argv: list[str]) -> dict[str, Any]:
@@ -129,9 +154,22 @@ def main(argv: list[str]) -> int:
         errors.say(f"kl-patches audit: {err}")
         return errors.EXIT_ERROR
     failed: list[dict[str, Any]] = []
+    paths: list[str] = []
+    empty_folders: list[str] = []
+    for path in args.paths:
+        if not os.path.isdir(path):
+            paths.append(path)
+            continue
+        found, said = launch_files(Path(path))
+        notes += said
+        paths += [str(p) for p in found]
+        if not found:
+            empty_folders.append(path)
+    walked = set(paths) - set(args.paths)  # found in a folder, not named by the user
+    not_launches: list[str] = []
+    unread: list[str] = []
     jobs: list[tuple[str, Callable[[], list[AuditEntry]]]] = [
-        (path, functools.partial(audit, path, args.library, variables, versions))
-        for path in args.paths
+        (path, functools.partial(audit, path, args.library, variables, versions)) for path in paths
     ]
     if extra:
         argv_extra = extra
@@ -150,14 +188,38 @@ def main(argv: list[str]) -> int:
         except Exception as err:
             if args.debug or errors.debug_requested([], False):
                 raise
+            if origin in walked:  # found in a folder: a note, not a failure of the command
+                if _not_a_launch(err):
+                    not_launches.append(origin)  # it names a library but launches nothing
+                else:
+                    unread.append(f"not read: {errors.failure_of('', err).message}")
+                continue
             failure = errors.failure_of("kl-patches audit", err)
             where = "" if failure.message.startswith(origin) else f"{origin}: "
             errors.say(f"kl-patches audit: {where}{failure.message}")
             failed.append(_error_item(origin, failure))
+    notes += unread
+    if not_launches:
+        notes.append(
+            f"{len(not_launches)} file(s) found in the folder name a library but launch no "
+            f"trainer (e.g. {not_launches[0]}); not audited"
+        )
+    for folder in empty_folders:
+        message = f"{folder}: no launch file of verl, OpenRLHF or TRL recognised in this folder"
+        errors.say(f"kl-patches audit: {message}")
+        failed.append({"origin": folder, "kind": "input", "message": message})
     if args.installed:
-        found, skipped = audit_installed()
-        entries += found
+        installed, skipped = audit_installed()
+        entries += installed
         notes += skipped
+        if not installed:
+            message = (
+                "--installed: none of verl, OpenRLHF, TRL is installed in this environment "
+                f"({sys.executable}); run it in the environment you train in, or audit a "
+                "launch file"
+            )
+            errors.say(f"kl-patches audit: {message}")
+            failed.append({"origin": "--installed", "kind": "input", "message": message})
     code = 1 if args.strict and any(e.fails_strict for e in entries) else 0
     if failed:
         code = errors.EXIT_ERROR

@@ -13,6 +13,7 @@ import math
 
 from kl_patches.cli import errors
 from kl_patches.experiments import bias
+from kl_patches.experiments.tables import wrap
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -48,6 +49,8 @@ def _off_policy_main(args: argparse.Namespace) -> int:
             f"batch={args.batch_size}, N={args.num_batches} batches, {args.trainer} trainer"
         )
         print(bias.format_off_policy_table(reports))
+        print()
+        print(wrap(bias.off_policy_summary(reports)))
     if args.plot:
         sweep = bias.run_off_policy_sweep(
             args.vocab,
@@ -132,6 +135,8 @@ def run(argv: list[str]) -> int:
             f"N={args.num_batches} batches"
         )
         print(bias.format_table(reports))
+        print()
+        print(wrap(bias.summary(reports)))
     if args.plot:
         sweep = bias.run_sweep(
             args.vocab, seed=args.seed, batch_size=args.batch_size, show_progress=not args.quiet

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kl_patches.cli import errors
+from kl_patches.cli import SUMMARIES, errors
 from kl_patches.experiments import bias
 from kl_patches.experiments.demo import (
     DEMO_BETAS,
@@ -19,14 +19,22 @@ from kl_patches.experiments.demo import (
     training_summary,
 )
 from kl_patches.experiments.reproduce_report import format_table, plot_runs, summarise
+from kl_patches.experiments.tables import Table, render
 from kl_patches.theory import describe, table1
+
+
+def table1_table() -> Table:
+    """Part 1: Table 1 (each configuration's expected gradient) as a text table."""
+    table = Table("", ["configuration", "expected gradient", "verdict"])
+    for cfg, v in table1():
+        table.add(describe(cfg), v.gradient, "unbiased" if v.unbiased else "BIASED")
+    return table
 
 
 @errors.command("kl-patches demo", debug_option=True)
 def main(argv: list[str]) -> int:
     """Run the demo; returns 0 (2, with one line on stderr, for a bad option)."""
-    doc = __doc__ or ""
-    p = errors.ArgumentParser(prog="kl-patches demo", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches demo", description=SUMMARIES["demo"])
     p.add_argument("--out", default="out", help="folder for plots (default: out/)")
     p.add_argument(
         "--steps", type=errors.at_least(1), default=250, help="training updates per run (250)"
@@ -44,9 +52,7 @@ def main(argv: list[str]) -> int:
     show = not args.quiet
 
     print("1. Which gradient does each KL configuration follow? (on-policy, exact algebra)\n")
-    for cfg, v in table1():
-        mark = "unbiased" if v.unbiased else "BIASED  "
-        print(f"  {mark}  {describe(cfg):42} -> {v.gradient}")
+    print(render(table1_table()))
 
     print("\n2. Checked by exact enumeration of a tabular policy (V=3, T=4):\n")
     print(bias.format_table(bias.run_table(show_progress=show)))

@@ -131,7 +131,10 @@ def _parser_error(parser: argparse.ArgumentParser) -> Callable[[str], NoReturn]:
         hint = ""
         if message.startswith(_UNRECOGNIZED):
             words = message[len(_UNRECOGNIZED) :].split()
-            hint = suggestions(words, list(parser._option_string_actions))
+            shown = [  # hidden options (old spellings) are not suggested
+                o for o, a in parser._option_string_actions.items() if a.help != argparse.SUPPRESS
+            ]
+            hint = suggestions(words, shown)
         raise UsageError(f"{message}{hint} (see {parser.prog} --help)")
 
     return error

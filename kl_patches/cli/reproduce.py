@@ -13,8 +13,9 @@ import argparse
 import math
 from pathlib import Path
 
-from kl_patches.cli import errors
+from kl_patches.cli import SUMMARIES, errors
 from kl_patches.experiments import reproduce, reproduce_report, reproduce_train
+from kl_patches.experiments.tables import wrap
 
 
 def _betas(text: str) -> tuple[float, ...]:
@@ -35,8 +36,7 @@ def run(argv: list[str]) -> int:
         from kl_patches.cli import reproduce_paper
 
         return reproduce_paper.run([a for a in argv if a != "--paper"])
-    doc = reproduce.__doc__ or ""
-    p = errors.ArgumentParser(prog="kl-patches reproduce", description=doc.split("\n")[0])
+    p = errors.ArgumentParser(prog="kl-patches reproduce", description=SUMMARIES["reproduce"])
     p.add_argument("--betas", type=_betas, default=(0.05, 0.1, 0.3, 1.0), help="beta grid")
     p.add_argument(
         "--seeds", type=errors.at_least(1), default=5, help="seeds per configuration (default 5)"
@@ -117,9 +117,11 @@ def run(argv: list[str]) -> int:
     print(reproduce_report.format_table(rows))
     for line in reproduce_report.summary_lines(rows, off_policy=args.off_policy):
         print(line)
+    print()
+    print(wrap(reproduce_report.summary_sentence(rows)))
     if args.plot:
         paths = reproduce_report.plot_runs(
-            runs, args.betas, Path(args.plot), off_policy=args.off_policy
+            runs, args.betas, Path(args.plot), off_policy=args.off_policy, model=args.model
         )
         for path in paths:
             print(f"plot written to {path}")

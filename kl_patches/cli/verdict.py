@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from kl_patches.adapters import flags
+from kl_patches.adapters.flags import plain
 from kl_patches.cli import errors
 from kl_patches.config import FIELD_CHOICES
 from kl_patches.theory import verdict
@@ -21,7 +22,7 @@ _OLD = ("coef", "granularity", "reward_shape", "loss_aggregation", "importance_w
 
 def parser() -> argparse.ArgumentParser:
     """The ``kl-patches verdict`` argument parser."""
-    p = errors.ArgumentParser(prog="kl-patches verdict", description=__doc__)
+    p = errors.ArgumentParser(prog="kl-patches verdict", description=plain(__doc__ or ""))
     p.add_argument("name", help="short name such as k1-in-reward, k3-in-loss, k3-in-both, none")
     flags.add_arguments(p)
     for field in _OLD:
@@ -31,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
             dest=f"old_{field}",
             type=float if field == "coef" else str,
             choices=FIELD_CHOICES.get(field),
-            help=f"deprecated: use --kl.{field}",
+            help=argparse.SUPPRESS,  # the old spelling works (it warns) but is not offered
         )
     p.add_argument("--off-policy", action="store_true", help="updates on older samples")
     errors.add_debug_option(p)

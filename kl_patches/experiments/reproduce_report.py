@@ -87,27 +87,73 @@ def summarise(runs: list[RunResult], betas: tuple[float, ...]) -> list[Row]:
 
 
 def format_table(rows: list[Row]) -> str:
-    """Fixed-width text table, one block per beta."""
-    width = max([22, *(len(r.name) for r in rows)])
-    head = (
-        f"{'beta':>5} {'configuration':{width}} {'final E[R]':>13} {'final KL':>13} "
-        f"{'final obj':>13} {'best obj':>13} {'fwd KL':>13} {'optimum':>8}"
-    )
-    lines = [head, "-" * len(head)]
+    """Text table (rich), one group of rows per beta, with what the columns mean under it."""
+    from kl_patches.experiments.tables import Table, render
+
+    table = Table(
+        "",
+        ["beta", "configuration", "final E[R]", "final KL", "final obj", "best obj", "fwd KL",
+         "optimum"],
+        caption="obj = E[R] - beta*KL(pi||pi_ref), all exact by enumeration; mean±std over "
+        "seeds; optimum = beta*log E_ref[exp(R/beta)].",
+    )  # fmt: skip
     last_beta = None
     for r in rows:
         if last_beta is not None and r.beta != last_beta:
-            lines.append("")
+            table.section()
         last_beta = r.beta
-        lines.append(
-            f"{r.beta:5g} {r.name:{width}} {r.reward!s:>13} {r.reverse_kl!s:>13} "
-            f"{r.objective!s:>13} {r.best_objective!s:>13} {r.forward_kl!s:>13} {r.optimum:8.3f}"
+        table.add(
+            f"{r.beta:g}",
+            r.name,
+            *(_stat(x) for x in (r.reward, r.reverse_kl, r.objective, r.best_objective)),
+            _stat(r.forward_kl),
+            f"{r.optimum:.3f}",
         )
-    lines.append(
-        "obj = E[R] - beta*KL(pi||pi_ref), all exact by enumeration; mean±std over seeds; "
-        "optimum = beta*log E_ref[exp(R/beta)]."
+    return render(table)
+
+
+def _stat(value: Stat) -> str:
+    return f"{value.mean:.3f}±{value.std:.3f}"
+
+
+def summary_sentence(rows: list[Row]) -> str:
+    """What the table shows, in one paragraph computed from its numbers: which configuration
+    ends closest to the exact optimum, per beta and on average, and where the lead is within
+    the seeds' spread."""
+    betas = list(dict.fromkeys(r.beta for r in rows))
+    names = list(dict.fromkeys(r.name for r in rows))
+    gap = {
+        name: statistics.fmean(r.optimum - r.objective.mean for r in rows if r.name == name)
+        for name in names
+    }
+    closest = min(names, key=lambda n: gap[n])
+    worst = max(names, key=lambda n: gap[n])
+    per_beta = []
+    ties = []
+    wins = 0
+    for beta in betas:
+        group = sorted((r for r in rows if r.beta == beta), key=lambda r: -r.objective.mean)
+        best = group[0]
+        wins += best.name == closest
+        per_beta.append(f"{beta:g}: {best.name}")
+        if len(group) > 1:
+            second = group[1]
+            spread = max(best.objective.std, second.objective.std)
+            if best.objective.mean - second.objective.mean <= spread and spread > 0:
+                ties.append(f"beta={beta:g} ({best.name} and {second.name})")
+    text = (
+        f"In short: {closest} ends closest to the exact optimum of E[R] - beta*KL, "
+        f"{gap[closest]:.3g} below it on average over the {len(betas)} betas, and ends best at "
+        f"{wins} of them (best per beta: {'; '.join(per_beta)}); {worst} ends farthest, "
+        f"{gap[worst]:.3g} below on average."
     )
-    return "\n".join(lines)
+    if ties:
+        text += (
+            " Within one standard deviation over seeds the top two are tied at "
+            + ", ".join(ties)
+            + "."
+        )
+    return text
 
 
 def runs_to_json(runs: list[RunResult]) -> str:
@@ -192,77 +238,109 @@ def summary_lines(rows: list[Row], off_policy: bool = False) -> list[str]:
 
 
 def plot_runs(
-    runs: list[RunResult], betas: tuple[float, ...], folder: Path, off_policy: bool = False
+    runs: list[RunResult],
+    betas: tuple[float, ...],
+    folder: Path,
+    off_policy: bool = False,
+    model: str = "tabular",
 ) -> list[Path]:
     """Curves (rows: beta; columns: E[R], reverse KL, objective, forward KL) and a summary.
 
-    Returns the written files: ``reproduce[_offpolicy]_curves.png`` and
-    ``reproduce[_offpolicy]_summary.png`` (final objective's gap to the optimum against beta).
+    Returns the written files: ``reproduce[_MODEL][_offpolicy]_curves.png`` and
+    ``..._summary.png`` (final objective's gap to the optimum against beta); ``_MODEL`` names a
+    policy other than the tabular one (``reproduce_transformer_curves.png``), so that runs of
+    both models can share a folder.
+    Every configuration has its own colour (a colour-blind-safe palette), line style and marker
+    (:mod:`.plotstyle`); one legend serves all panels; in the summary, configurations at the
+    same beta are drawn side by side so that none hides another.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from kl_patches.experiments import plotstyle
+
     folder.mkdir(parents=True, exist_ok=True)
-    stem = "reproduce_offpolicy" if off_policy else "reproduce"
+    stem = "reproduce" + ("" if model == "tabular" else f"_{model}")
+    stem += "_offpolicy" if off_policy else ""
     names = list(dict.fromkeys(r.name for r in runs))
-    palette, size = ("tab10", 10) if len(names) <= 10 else ("tab20", 20)
-    colours = {n: plt.get_cmap(palette)(i % size) for i, n in enumerate(names)}
+    looks = {n: plotstyle.style(i, emphasis=n == "k1-in-reward") for i, n in enumerate(names)}
     metrics = ("E[R]", "KL(pi||pi_ref)", "E[R] - beta*KL", "KL(pi_ref||pi)")
+    ncol = min(len(names), 5)
+    rows = plotstyle.legend_rows(len(names), ncol)
     fig, axes = plt.subplots(
-        len(betas), 4, figsize=(17, 3.2 * len(betas)), squeeze=False, sharex=True
+        len(betas), 4, figsize=(17, 3.2 * len(betas) + 0.35 * rows), squeeze=False, sharex=True
     )
     for i, beta in enumerate(betas):
+        group: list[RunResult] = []
         for name in names:
-            group = runs_for(runs, name, beta)
-            if not group:
+            group = runs_for(runs, name, beta) or group
+            chosen = runs_for(runs, name, beta)
+            if not chosen:
                 continue
             series = (
-                [r.reward for r in group],
-                [r.reverse_kl for r in group],
-                [r.objective(beta) for r in group],
-                [r.forward_kl for r in group],
+                [r.reward for r in chosen],
+                [r.reverse_kl for r in chosen],
+                [r.objective(beta) for r in chosen],
+                [r.forward_kl for r in chosen],
             )
-            style = "--" if name == "none" else "-"
+            look = dict(looks[name])
+            every = max(1, len(chosen[0].reward) // 8)
             for j, values in enumerate(series):
                 steps = range(len(values[0]))
                 mean = [statistics.fmean(v) for v in zip(*values, strict=True)]
                 std = [statistics.pstdev(v) for v in zip(*values, strict=True)]
                 ax = axes[i][j]
-                ax.plot(steps, mean, style, color=colours[name], lw=1.3, label=name)
+                ax.plot(steps, mean, label=name, markevery=(names.index(name), every), **look)
                 lo = [m - s for m, s in zip(mean, std, strict=True)]
                 hi = [m + s for m, s in zip(mean, std, strict=True)]
-                ax.fill_between(steps, lo, hi, color=colours[name], alpha=0.12, lw=0)
-        axes[i][2].axhline(group[0].optimum[beta], color="k", lw=0.8, ls=":", label="optimum")
+                ax.fill_between(steps, lo, hi, color=look["color"], alpha=0.10, lw=0)
+        if group:
+            axes[i][2].axhline(
+                group[0].optimum[beta], color="k", lw=0.9, ls=":", label="exact optimum"
+            )
         for j, metric in enumerate(metrics):
             axes[i][j].set_title(f"beta={beta:g}: {metric}", fontsize=9)
+            axes[i][j].grid(True, color="0.92", lw=0.6)
     for ax in axes[-1]:
         ax.set_xlabel("update")
-    axes[0][3].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
+    handles, labels = axes[0][2].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=min(len(labels), 5),
+        fontsize=9,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+    )
+    fig.tight_layout(rect=(0, 0.012 + 0.022 * plotstyle.legend_rows(len(labels), 5), 1, 1))
     curves = folder / f"{stem}_curves.png"
     fig.savefig(curves, dpi=90)
     plt.close(fig)
 
-    rows = summarise(runs, betas)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for name in names:
-        sel = [r for r in rows if r.name == name]
+    rows_ = summarise(runs, betas)
+    fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    for index, name in enumerate(names):
+        sel = [r for r in rows_ if r.name == name]
         gaps = [max(r.optimum - r.objective.mean, 1e-4) for r in sel]
+        xs = plotstyle.dodge([r.beta for r in sel], index, len(names), log=True)
+        look = dict(looks[name])
         ax.errorbar(
-            [r.beta for r in sel],
+            xs,
             gaps,
             yerr=[r.objective.std for r in sel],
-            marker="o",
             capsize=3,
-            color=colours[name],
-            ls="--" if name == "none" else "-",
             label=name,
+            **look,
         )
     ax.set(xscale="log", yscale="log", xlabel="beta", ylabel="optimum - final objective")
+    ax.set_xticks(list(betas), [f"{b:g}" for b in betas])
+    ax.minorticks_off()
+    ax.grid(True, color="0.92", lw=0.6)
     ax.set_title("Distance from the exact optimum of E[R] - beta*KL (lower is better)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
     summary = folder / f"{stem}_summary.png"
     fig.savefig(summary, dpi=110)

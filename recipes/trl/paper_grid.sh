@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's comparison grid on GRPO: the same run for each estimator x placement, one output
 # directory per configuration. Only the KL flags change; everything else comes from
-# grpo_k1_in_reward.yaml (kl_coef 0.05, scale_rewards none, loss_type dr_grpo).
+# grpo_k1_in_reward.yaml (kl: coef 0.05, scale_rewards none, loss_type dr_grpo).
 #
 # Launch (one node, 8 GPUs; runs the configurations one after another):
 #   bash recipes/trl/paper_grid.sh

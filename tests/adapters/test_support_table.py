@@ -1,4 +1,4 @@
-"""The support tables in the README and the docs pages are the adapters' data, rendered."""
+"""The support tables in docs/support.md and the library pages are the adapters' data, rendered."""
 
 from __future__ import annotations
 

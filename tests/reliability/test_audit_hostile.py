@@ -123,7 +123,9 @@ ALL: tuple[Case, ...] = (
         "not a regular file",
     ),
     Case("files", "yaml_50mb", _big_yaml, 2, "over the audit's limit"),
-    Case("files", "directory", lambda tmp: [str(tmp)], 2, "is a directory"),
+    Case(
+        "files", "directory", lambda tmp: [str(tmp)], 2, "no launch file of verl, OpenRLHF or TRL"
+    ),
     Case(
         "arithmetic",
         "pow_9_9_9",

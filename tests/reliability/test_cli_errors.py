@@ -68,7 +68,7 @@ ONE_LINE: list[tuple[str, str, list[str], str]] = [
         "verdict",
         "unknown-field",
         ["verdict", "k1-in-reward", "--kl.coeff", "1"],
-        "unrecognized arguments: --kl.coeff 1; valid --kl.* options: --kl.coef,",
+        "unrecognized arguments: --kl.coeff 1; valid --kl.* options: --kl.clamp, --kl.coef,",
     ),
     (
         "verdict",

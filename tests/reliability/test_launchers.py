@@ -20,7 +20,7 @@ import pytest
 from kl_patches.adapters.openrlhf import patch as openrlhf_patch
 from tests.reliability.cli_support import no_work, one_line_error, run
 
-VALID = "valid: --kl NAME, --kl.{coef,estimator,"
+VALID = "valid: --kl NAME, --kl.{clamp,coef,estimator,"
 
 LAUNCHES: list[tuple[str, str, list[str], str]] = [
     # (category, name, argv, a fragment of the one line)
@@ -64,7 +64,7 @@ LAUNCHES: list[tuple[str, str, list[str], str]] = [
         "launcher-verl",
         "verl-field-without-kl",
         ["verl", "--kl.coef", "0.1", "--print"],
-        "--kl.FIELD, --coef, --set and --kl-outside-std need --kl",
+        "--kl.FIELD, --coef, --set and --kl.outside_std need --kl",
     ),
     (
         "launcher-verl",

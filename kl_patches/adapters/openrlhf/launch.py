@@ -4,17 +4,23 @@
     kl-patches openrlhf <train_ppo_ray flags> --kl.estimator k3 --kl.placement both ...
 
 ``--kl NAME`` takes a short name (``k1-in-reward``, ``k3-in-both``, ``none``); ``--kl.FIELD VALUE``
-sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional one);
-``--print-runtime-env`` prints the runtime_env JSON and the native flags instead of running.
-The launcher adds the native flags (``to_args``), refuses conflicting ``--algo.kl.*`` flags,
-starts Ray with the setup hook ``kl_patches.openrlhf.ray_setup_hook`` and the configuration in
-``runtime_env``, patches the driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for
-``ray job submit``). Imports only the standard library and kl-patches' config at module level.
+sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional one). The
+coefficient defaults to OpenRLHF's own ``--algo.kl.init_coef`` default, 0.01 (not KLConfig's
+0.05). ``--print`` prints the ``train_ppo_ray`` command with the native flags and
+``--print-runtime-env`` the runtime_env JSON and the native flags, instead of running (neither
+needs a GPU nor OpenRLHF). The launcher prints the KL block
+(:mod:`kl_patches.adapters.launch_report`), adds the native flags (``to_args``), refuses
+conflicting ``--algo.kl.*`` flags, starts Ray with the setup hook
+``kl_patches.openrlhf.ray_setup_hook`` and the configuration in ``runtime_env``, patches the
+driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for ``ray job submit``).
+Imports only the standard library and kl-patches' config at module level.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +28,7 @@ from typing import Any
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
+from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
 from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
@@ -35,6 +42,43 @@ OPENRLHF_ENV_DEFAULTS = {
 """What ``train_ppo_ray.train`` would put in its own ``ray.init`` (skipped once Ray is up)."""
 ENTRY = "openrlhf.cli.train_ppo_ray"
 
+DEFAULTS_OF_FLAGS = {
+    "coef": flags.Default(
+        0.01, "OpenRLHF's own default (--algo.kl.init_coef, --init_kl_coef before 0.10.2)"
+    )
+}
+"""The launcher's defaults where OpenRLHF has its own (the coefficient; the value is checked
+against the adapter's recorded flag defaults by the tests)."""
+
+OWN_FLAGS = ("--print", "--print-runtime-env")
+"""The launcher's own switches (taken out before OpenRLHF sees the command line)."""
+
+
+def help_parser() -> argparse.ArgumentParser:
+    """The parser whose ``--help`` documents the launcher's own options."""
+    p = errors.ArgumentParser(
+        prog="python -m kl_patches.openrlhf",
+        usage="python -m kl_patches.openrlhf [train_ppo_ray flags] --kl NAME [--kl.FIELD V ...]",
+        description="Run OpenRLHF's train_ppo_ray with a kl-patches KL configuration in the "
+        "driver and every Ray worker.",
+        epilog="Every other flag goes to OpenRLHF's train_ppo_ray unchanged (python -m "
+        f"{ENTRY} --help lists them); the --kl flags add the native --algo.kl.* flags, and a "
+        "conflicting --algo.kl.* flag is an error.",
+    )
+    flags.add_arguments(p, name_required=True, defaults=DEFAULTS_OF_FLAGS)
+    p.add_argument(
+        "--print",
+        action="store_true",
+        help="print the train_ppo_ray command with the native KL flags and exit (no GPU, no "
+        "OpenRLHF needed)",
+    )
+    p.add_argument(
+        "--print-runtime-env",
+        action="store_true",
+        help="print the runtime_env JSON and the native flags for `ray job submit` and exit",
+    )
+    return p
+
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """Separate ``--kl`` / ``--kl.*`` flags (with their values) from OpenRLHF's."""
@@ -42,8 +86,12 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def parse_kl_args(tokens: Sequence[str]) -> KLConfig | None:
-    """``--kl NAME --kl.FIELD VALUE ...`` -> KLConfig (None when no ``--kl`` flag is given)."""
-    return flags.config_from_tokens(tokens)
+    """``--kl NAME --kl.FIELD VALUE ...`` -> KLConfig (None when no ``--kl`` flag is given);
+    the coefficient defaults to OpenRLHF's own (:data:`DEFAULTS_OF_FLAGS`)."""
+    if not tokens:
+        return None
+    name, values = flags.parse_tokens(tokens)
+    return flags.build(name, values, flags.base_of(DEFAULTS_OF_FLAGS))
 
 
 def runtime_env(config: KLConfig | None, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -127,11 +175,12 @@ def main(argv: list[str]) -> int:
     ``KL_PATCHES_DEBUG=1`` shows the traceback); OpenRLHF's own run keeps its own errors.
     """
     args = list(argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(__doc__)
+    if not args or "-h" in args or "--help" in args:
+        print(help_parser().format_help())
         return 0
     show = "--print-runtime-env" in args
-    ours, rest = split_argv([a for a in args if a != "--print-runtime-env"])
+    print_only = "--print" in args
+    ours, rest = split_argv([a for a in args if a not in OWN_FLAGS])
     config = parse_kl_args(ours)
     if config is None:
         raise errors.UsageError(
@@ -153,21 +202,52 @@ def main(argv: list[str]) -> int:
 
     from . import patch as patches
 
+    if print_only:
+        from .versions import TESTED_VERSION, installed_version
+
+        final = build_argv(config, rest, installed_version() or TESTED_VERSION)
+        announce(_report(config, ours, final, rest, patches.needed_sides(config)))
+        print(" ".join(shlex.quote(w) for w in [sys.executable, "-m", ENTRY, *final]))
+        return 0
     try:
         version = patches.check_version()
     except RuntimeError as err:
         raise errors.UsageError(str(err)) from None
     final = build_argv(config, rest, version)
-    print(f"kl_patches.openrlhf: {config}; OpenRLHF flags: {' '.join(final[len(rest) :])}")
-    for line in warnings_for(config, final):
-        print(f"kl_patches.openrlhf {line}", file=sys.stderr)
-    sides = patches.needed_sides(config)
-    print(f"kl_patches.openrlhf: patching {list(sides) or 'nothing (native flags suffice)'}")
+    announce(_report(config, ours, final, rest, patches.needed_sides(config)))
     with errors.library_code():
         ray_init(config)
         sys.argv = [ENTRY, *final]
         runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
     return 0
+
+
+def _report(
+    config: KLConfig,
+    ours: Sequence[str],
+    final: Sequence[str],
+    rest: Sequence[str],
+    sides: Sequence[str],
+) -> LaunchReport:
+    """The KL block of a launch (:mod:`kl_patches.adapters.launch_report`)."""
+    from .read import read
+
+    given = [t.split("=")[0] for t in ours if t.split("=")[0] == "--kl.coef"]
+    native = " ".join(final[len(rest) :])
+    route = f"OpenRLHF flags {native}" + (
+        f"; kl-patches patches {', '.join(sides)} in the driver and every Ray worker"
+        if sides
+        else " (no patch needed)"
+    )
+    return LaunchReport(
+        prog="kl_patches.openrlhf",
+        library="OpenRLHF",
+        config=config,
+        coef_source=coef_source(given, DEFAULTS_OF_FLAGS["coef"].source),
+        route=route,
+        off_policy=read(list(final)).off_policy,
+        notes=tuple(warnings_for(config, final)),
+    )
 
 
 def launcher_payload(

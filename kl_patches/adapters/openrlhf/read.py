@@ -89,7 +89,7 @@ def findings_for(
                 "info",
                 f"OpenRLHF clamps every per-token estimator value to [-{NATIVE_KL_CLAMP:g}, "
                 f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient.",
-                "python -m kl_patches.openrlhf ... --kl.kl_clamp none (the core's unclamped maths)",
+                "python -m kl_patches.openrlhf ... --kl.clamp none (the core's unclamped maths)",
             )
         )
     if not use_loss:

@@ -11,22 +11,33 @@ code make that a silent no-op, and each is refused with what replaces the loss a
 * **ms-swift** (``swift.rlhf_trainers.grpo_trainer``) deletes ``trl.GRPOTrainer.__init__`` and
   ``.log`` when imported, and its ``GRPOTrainer`` subclasses TRL's with its own scoring and loss
   (``--beta`` in the loss, ``--kl_in_reward`` in the reward, which also serves its RLOO).
-* **any subclass** that overrides a hooked method other than ``__init__``: if the override does
-  not call ``super()``, the hook never runs.
+* **a user subclass** whose override of a hooked method (other than ``__init__``) does not
+  call ``super()``: the hook below it never runs.
 
 :func:`check_classes` (at ``apply()``) checks that each hooked method of the classes ``trl``
 exports is TRL's own code (defined in the class, compiled from a file of the installed ``trl``
-package); :func:`check_subclass` (when a trainer is built) lists the overrides in its class's
-MRO. ``KL_PATCHES_FORCE=1`` turns a refusal into a warning. The audit reads such setups without
-importing anything (``kl-patches audit``).
+package). :func:`check_subclass` (when a trainer is built) lists the overrides in its class's
+MRO and reads each one's code (:func:`calls_super`): an override that calls
+``super().<method>(...)`` (the usual pattern: custom logging, research trainers) is accepted,
+and the hooks are checked again at run time, in the first training step
+(:func:`kl_patches.adapters.trl.hooks.after_init`); one that does not, or whose code cannot be
+read, is refused. ``KL_PATCHES_FORCE_TRAINER=1`` turns a refusal into a warning and leaves the
+version guards on (``KL_PATCHES_FORCE=1``, which forces the version guard, still does it too,
+with a deprecation warning). The audit reads such setups without importing anything
+(``kl-patches audit``).
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
+import textwrap
 import warnings
 from typing import Any
+
+from kl_patches.adapters.support import FORCE_ENV, TRAINER_FORCE_ENV
 
 from .canaries import original_of
 
@@ -71,11 +82,33 @@ def _loaded_foreign() -> list[str]:
     return sorted({p for p, _, _ in KNOWN if p in sys.modules})
 
 
+def trainer_forced(force: bool = False) -> bool:
+    """True when ``force`` or ``KL_PATCHES_FORCE_TRAINER=1`` accepts a trainer the patch cannot
+    check (the version guards are not affected)."""
+    return force or os.environ.get(TRAINER_FORCE_ENV, "") == "1"
+
+
 def _refuse(message: str, force: bool) -> None:
-    if force:
-        warnings.warn(f"{message} (KL_PATCHES_FORCE=1: patching anyway)", stacklevel=4)
+    if trainer_forced(force):
+        warnings.warn(
+            f"{message} ({TRAINER_FORCE_ENV}=1: building it anyway; the hooks are checked in "
+            "the first training step)",
+            stacklevel=4,
+        )
         return
-    raise ForeignTrainerError(message)
+    if os.environ.get(FORCE_ENV, "") == "1":
+        warnings.warn(
+            f"{FORCE_ENV}=1 accepting a trainer class is deprecated: it forces the version "
+            f"guard; set {TRAINER_FORCE_ENV}=1 instead, which leaves the version guards on",
+            FutureWarning,
+            stacklevel=4,
+        )
+        warnings.warn(f"{message} ({FORCE_ENV}=1: building it anyway)", stacklevel=4)
+        return
+    raise ForeignTrainerError(
+        f"{message} To build it anyway, set {TRAINER_FORCE_ENV}=1 (the version guards stay on "
+        "and the hooks are checked in the first training step)."
+    )
 
 
 def _trl_root() -> str:
@@ -161,23 +194,78 @@ def overrides(cls: type, base: type, hooked: tuple[str, ...]) -> list[tuple[type
     return found
 
 
-def check_subclass(cls: type, base: type, hooked: tuple[str, ...], *, force: bool = False) -> None:
-    """Refuse (ForeignTrainerError; a warning when ``force``) a trainer class that overrides a
-    hooked method of ``base`` (the TRL class)."""
+def _function(member: Any) -> Any:
+    """The plain function behind a class attribute (staticmethod, classmethod, wrappers)."""
+    member = getattr(member, "__func__", member)
+    return inspect.unwrap(member) if callable(member) else member
+
+
+def calls_super(member: Any, name: str) -> bool | None:
+    """Whether the code of ``member`` (an override of method ``name``) calls the method it
+    overrides through ``super()``: ``super().name(...)`` or ``super(Cls, self).name(...)``.
+    None when its source cannot be read (a function compiled from a string, a C function).
+
+    Read from the code, not run: a call on one branch only counts, which the check in the first
+    training step covers. A call by class name (``GRPOTrainer.name(self, ...)``) does not
+    count: it skips the class that holds the hooks.
+    """
+    function = _function(member)
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # e.g. a lambda's line cut out of an expression
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == name
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ):
+            return True
+    return False
+
+
+def check_subclass(
+    cls: type, base: type, hooked: tuple[str, ...], *, force: bool = False
+) -> list[tuple[type, str]]:
+    """Check a trainer class's overrides of the methods the hooks wrap in ``base`` (the TRL
+    class, or the kl-patches one it derives from); returns the accepted overrides.
+
+    An override whose code calls the method it overrides (:func:`calls_super`) is accepted;
+    one that does not, one whose code cannot be read, and any override from a known foreign
+    library are refused (:class:`ForeignTrainerError`; a warning when forced, see
+    :func:`trainer_forced`).
+    """
     found = overrides(cls, base, hooked)
     if not found:
-        return
-    names = ", ".join(f"{k.__module__}.{k.__qualname__}.{m}" for k, m in found)
+        return []
     known = next((_known(k.__module__) for k, _ in found if _known(k.__module__)), None)
     if known is not None:
+        names = ", ".join(f"{k.__module__}.{k.__qualname__}.{m}" for k, m in found)
         what, advice = known
-        message = f"kl_patches.trl: {names} override trl.{base.__name__}: {what}. {advice}."
-    else:
-        message = (
-            f"kl_patches.trl: {names} override{'s' if len(found) == 1 else ''} trl."
-            f"{base.__name__} methods that the kl-patches hooks wrap; an override that does not "
-            "call super() silently drops the KL config. Remove the override (or build "
-            "kl_patches.trl.GRPOTrainer/RLOOTrainer), or set KL_PATCHES_FORCE=1 if every "
-            "override calls super()"
+        _refuse(f"kl_patches.trl: {names} override trl.{base.__name__}: {what}. {advice}.", force)
+        return found
+    problems = []
+    for klass, method in found:
+        where = f"{klass.__module__}.{klass.__qualname__}.{method}"
+        verdict = calls_super(vars(klass)[method], method)
+        if verdict is None:
+            problems.append(f"{where} (its code cannot be read to check that it calls super())")
+        elif not verdict:
+            problems.append(f"{where} (its code never calls super().{method}(...))")
+    if problems:
+        _refuse(
+            f"kl_patches.trl: {'; '.join(problems)} override{'s' if len(problems) == 1 else ''} "
+            f"a trl.{base.__name__} method that the kl-patches hooks wrap: without a call to "
+            "the overridden method the hook never runs and the KL config is silently dropped. "
+            "Call super() in the override (an override that does is accepted), or build "
+            "kl_patches.trl.GRPOTrainer/RLOOTrainer without it.",
+            force,
         )
-    _refuse(message, force)
+    return found

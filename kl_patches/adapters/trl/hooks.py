@@ -30,6 +30,14 @@ What changes against TRL 1.16 (and nothing else):
 
 Deviation on purpose: RLOO's native ``beta * sum_t k1`` is discarded when a KLConfig is given
 (the reward-side penalty of the KLConfig replaces it; k1-in-reward reproduces it exactly).
+
+Every hook counts its runs per trainer; at the end of the first training step a callback
+checks that each of the five ran (:data:`STEP_METHODS`) and raises naming the method otherwise,
+and the user's override of it when there is one (an override that does not reach ``super()``
+on the path the run took). A user override of ``_compute_loss``/``compute_loss`` sees
+``inputs["advantages"]`` already penalised, except when the penalty waits for the loss forward
+(deferred, above) or lives in the loss (``importance_weighting="sequence"``): then one warning
+per trainer says where the advantages become final.
 """
 
 from __future__ import annotations
@@ -76,6 +84,18 @@ log-probs for the penalty where the extra forward would run (see :func:`init_sta
 
 LOGGER = logging.getLogger("kl_patches.trl")
 """Where the adapter says, once per trainer and reason, which source the penalty uses."""
+
+STEP_METHODS = (
+    "training_step",
+    "_generate_and_score_completions",
+    "_calculate_rewards",
+    "_get_per_token_logps_and_entropies",
+    "_compute_loss",
+)
+"""The hooked methods every first training step runs (scoring happens in the first step)."""
+
+LOSS_METHODS = ("_compute_loss", "compute_loss")
+"""Methods whose user override receives the batch, advantages included, before ``super()``."""
 
 _NOT_TAKEN = (
     "kl_patches.trl: the {hook} hook did not run during {where}, so the KL regulariser would "
@@ -206,6 +226,111 @@ def init_state(
     trainer._kl_forwards = Counter()
     trainer._kl_sources = Counter()
     trainer._kl_said = set()
+    trainer._kl_runs = Counter()
+    trainer._kl_overrides = {}
+
+
+def _ran(trainer: Any, name: str) -> None:
+    """Count one run of hook ``name`` on this trainer (checked after the first step)."""
+    runs = trainer.__dict__.get("_kl_runs")
+    if runs is not None:
+        runs[name] += 1
+
+
+def hook_runs(trainer: Any) -> dict[str, int]:
+    """Hooked method -> how many times its hook ran on this trainer."""
+    return dict(trainer.__dict__.get("_kl_runs", {}))
+
+
+def check_first_step(trainer: Any) -> None:
+    """Raise (RuntimeError) unless every hook of :data:`STEP_METHODS` ran on ``trainer``; the
+    message names the missing method and the user's override of it when there is one."""
+    runs = trainer.__dict__.get("_kl_runs", {})
+    missing = [name for name in STEP_METHODS if runs.get(name, 0) == 0]
+    if not missing:
+        return
+    overrides: dict[str, str] = trainer.__dict__.get("_kl_overrides", {})
+    parts = []
+    for name in missing:
+        own = overrides.get(name)
+        if own is not None:
+            parts.append(
+                f"{own} overrides {name} and did not reach super().{name}() in that step, so "
+                "the kl-patches hook under it never ran"
+            )
+        else:
+            parts.append(f"TRL did not call {name} (its internals differ from the tested ones)")
+    raise RuntimeError(
+        "kl_patches.trl: the KL hooks did not all run in the first training step: "
+        + "; ".join(parts)
+        + ". The KL regulariser would silently change, so training stops here."
+    )
+
+
+def _user_overrides(trainer: Any, kind: str) -> dict[str, str]:
+    """Hooked (and loss) methods the user's classes override -> ``module.Class.method``."""
+    import trl
+
+    from .foreign import overrides
+
+    base = getattr(trl, f"{kind}Trainer")
+    names = (*STEP_METHODS, "compute_loss")
+    return {
+        method: f"{klass.__module__}.{klass.__qualname__}.{method}"
+        for klass, method in reversed(overrides(type(trainer), base, names))
+    }
+
+
+def _warn_advantages(trainer: Any, reason: str) -> None:
+    """Once per trainer: where ``inputs["advantages"]`` become final, when a user override of
+    the loss reads the batch before ``super()`` (``reason``: ``deferred`` or ``sequence``)."""
+    overrides: dict[str, str] = trainer.__dict__.get("_kl_overrides", {})
+    own = [overrides[m] for m in LOSS_METHODS if m in overrides]
+    said = trainer.__dict__.setdefault("_kl_said", set())
+    if not own or f"advantages:{reason}" in said:
+        return
+    said.add(f"advantages:{reason}")
+    if reason == "deferred":
+        where = (
+            "the KL penalty of this batch is computed from the log-probs of TRL's own loss "
+            "forward (steps_per_generation=1 saves a forward that way), so inputs['advantages'] "
+            "become final inside super()._compute_loss(), after that forward: read them after "
+            "super() returns (the same dict holds the final ones), or set "
+            "steps_per_generation > 1 to penalise them when the batch is scored"
+        )
+    else:
+        where = (
+            "with importance_weighting='sequence' the reward-side KL is not in "
+            "inputs['advantages'] at all: it is a loss term added to TRL's loss at every update, "
+            "after super()._compute_loss() returns"
+        )
+    warnings.warn(
+        f"kl_patches.trl: {', '.join(own)} receives the batch before super(): {where}.",
+        UserWarning,
+        stacklevel=2,
+    )
+
+
+def _first_step_callback(trainer: Any) -> Any:
+    import weakref
+
+    from transformers import TrainerCallback
+
+    ref = weakref.ref(trainer)
+
+    class FirstStepCheck(TrainerCallback):  # type: ignore[misc]
+        """Checks, at the end of the first training step, that every KL hook ran."""
+
+        done = False
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            target = ref()
+            if self.done or target is None:
+                return
+            self.done = True
+            check_first_step(target)
+
+    return FirstStepCheck()
 
 
 def use_sampling_logps(trainer: Any, enabled: bool = True) -> None:
@@ -236,8 +361,12 @@ def penalty_sources(trainer: Any) -> dict[str, int]:
 
 
 def after_init(trainer: Any, kind: str) -> None:
-    """Checks and warnings that need the constructed trainer."""
+    """Checks and warnings that need the constructed trainer; adds the first-step check."""
     config: KLConfig = trainer._kl_config
+    trainer._kl_overrides = _user_overrides(trainer, kind)
+    trainer.add_callback(_first_step_callback(trainer))
+    if offpolicy.active(config) and config.has_reward:
+        _warn_advantages(trainer, "sequence")
     if trainer._kl_full_monitor and trainer.ref_model is None:
         raise ValueError(
             "kl_patches.trl: the full-vocabulary KL monitor needs a separate reference model: "
@@ -319,6 +448,7 @@ def get_logps(trainer: Any, call: Callable[..., Any], args: tuple[Any, ...], kwa
     """``_get_per_token_logps_and_entropies``: record arguments and log-probs while capturing;
     in the loss, count the forward and resolve a deferred reward penalty from its log-probs
     (TRL reads the advantages only after this forward)."""
+    _ran(trainer, "_get_per_token_logps_and_entropies")
     out = call(*args, **kwargs)
     state = trainer.__dict__
     capture = state.get("_kl_capture")
@@ -337,6 +467,7 @@ def calculate_rewards(
     trainer: Any, call: Callable[..., Any], args: tuple[Any, ...], kwargs: Any
 ) -> Any:
     """``_calculate_rewards``: keep the gathered per-function rewards for the recompute."""
+    _ran(trainer, "_calculate_rewards")
     rewards = call(*args, **kwargs)
     trainer._kl_rewards_per_func = rewards
     return rewards
@@ -348,6 +479,7 @@ def training_step(
     """``training_step``: fail loudly if TRL's loss bypassed the loss hook (fused paths) or left
     a deferred reward penalty unresolved. Marks the step, so a generation batch scored inside
     it may defer its penalty to the loss that follows."""
+    _ran(trainer, "training_step")
     before = trainer._kl_loss_calls
     trainer._kl_in_step = True
     try:
@@ -355,6 +487,14 @@ def training_step(
     finally:
         trainer._kl_in_step = False
     if needs_reference(trainer._kl_config) and trainer._kl_loss_calls == before:
+        own = trainer.__dict__.get("_kl_overrides", {})
+        users = [own[m] for m in LOSS_METHODS if m in own]
+        if users:
+            raise RuntimeError(
+                f"kl_patches.trl: {', '.join(users)} did not reach super()._compute_loss() in a "
+                "training step, so the kl-patches loss hook never ran and the KL regulariser "
+                "would silently change; call super() on every path of the override"
+            )
         raise RuntimeError(_NOT_TAKEN.format(hook="_compute_loss", where="a training step"))
     if trainer._kl_unresolved:
         trainer._kl_unresolved = 0
@@ -539,6 +679,7 @@ def _resolve_deferred(trainer: Any, inputs: dict[str, Any], policy: torch.Tensor
 def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any) -> Any:
     """``_generate_and_score_completions`` with the reward-side penalty before the baseline
     (or, when the penalty can come from the loss forward, the batch marked for it)."""
+    _ran(trainer, "_generate_and_score_completions")
     config: KLConfig = trainer._kl_config
     out, calls, rewards_per_func = _run_capturing(trainer, call, inputs)
     if trainer._kl_full_monitor:
@@ -569,6 +710,7 @@ def grpo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
     source = "old_per_token_logps"
     reason = None if policy is not None else _no_defer_reason(trainer)
     if policy is None and reason is None:
+        _warn_advantages(trainer, "deferred")
         out[DEFER_ROWS] = rows
         out[DEFER_REWARDS] = rewards[local]
         trainer._kl_unresolved += 1
@@ -614,6 +756,7 @@ def grpo_loss_scaling(
 
 def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs: Any) -> Any:
     """``_compute_loss`` without TRL's k3 term, plus the KL config's loss-side term."""
+    _ran(trainer, "_compute_loss")
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
     deferred = DEFER_ROWS in inputs
@@ -665,6 +808,7 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
 # ---------------------------------------------------------------------------------- RLOO hooks
 def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any) -> Any:
     """``_generate_and_score_completions`` with the KL config's penalty replacing TRL's k1."""
+    _ran(trainer, "_generate_and_score_completions")
     config: KLConfig = trainer._kl_config
     out, calls, rewards_per_func = _run_capturing(trainer, call, inputs)
     if not needs_reference(config):
@@ -705,6 +849,7 @@ def rloo_generate_and_score(trainer: Any, call: Callable[..., Any], inputs: Any)
 def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs: Any) -> Any:
     """``_compute_loss`` plus the KL config's loss-side term (RLOO's loss is per sequence and
     not pre-scaled for gradient accumulation, so neither is the term)."""
+    _ran(trainer, "_compute_loss")
     config: KLConfig = trainer._kl_config
     trainer._kl_loss_calls += 1
     trainer._kl_capture = [] if config.has_loss or offpolicy.active(config) else None

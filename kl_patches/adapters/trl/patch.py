@@ -10,13 +10,18 @@ Instances built before ``apply`` (or after ``revert``) and the subclasses of :mo
 pass through untouched. A trainer built while the patch is applied keeps its KL config for its
 whole life: the patched ``__init__`` moves the instance to a subclass of its class that routes
 the five other methods through the hooks (:func:`instance_class`), so :func:`revert` cannot leave
-it running TRL's own loss at the KL coefficient it was given as ``beta``.
+it running TRL's own loss at the KL coefficient it was given as ``beta``. The hooks sit right
+above TRL's own methods in that class's MRO, below the user's classes: a user override that
+calls ``super()`` runs around the hook, exactly as it would around a subclass of
+``kl_patches.trl.GRPOTrainer``.
 
 Before patching, :func:`guard` checks the installed TRL: the classes ``trl`` exports are TRL's
 own (:mod:`.foreign`: unsloth, ms-swift), the version is in the tested range or above it, the
 behaviour canaries pass (:mod:`.canaries`), and each hooked method has a signature recorded for
-a tested release (:data:`~.compat.SIGNATURES`). A trainer class that overrides a hooked method
-is refused when it is built.
+a tested release (:data:`~.compat.SIGNATURES`). When a trainer is built, a subclass overriding a
+hooked method is accepted if its code calls ``super()`` (:func:`.foreign.check_subclass`), and
+the hooks are checked in the first training step. ``KL_PATCHES_FORCE=1`` forces the version
+guard only; ``KL_PATCHES_FORCE_TRAINER=1`` accepts a trainer class that cannot be checked.
 
 Each accelerate rank runs the user's script, so calling ``apply`` at the top of the script (or
 launching through ``python -m kl_patches.trl``) applies it on every rank.
@@ -85,13 +90,14 @@ def guard(force: bool = False) -> str:
     :class:`~kl_patches.adapters.support.CanaryError`,
     :class:`~.foreign.ForeignTrainerError` or
     :class:`~kl_patches.adapters.patching.SignatureMismatchError`) unless ``force`` or
-    ``KL_PATCHES_FORCE=1``, which turn each refusal into a warning.
+    ``KL_PATCHES_FORCE=1``, which turn each version refusal into a warning; a foreign trainer
+    class is accepted by ``KL_PATCHES_FORCE_TRAINER=1`` instead (:mod:`.foreign`).
     """
     import trl
 
     forced = SUPPORT.forced(force)
     version = SUPPORT.gate(trl.__version__, force=forced)
-    foreign.check_classes(HOOKED, force=forced)
+    foreign.check_classes(HOOKED)  # forced by KL_PATCHES_FORCE_TRAINER, not by a version force
     for cls in TRAINERS.values():
         missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
         if missing:
@@ -135,28 +141,45 @@ _INSTANCE_CLASSES: dict[tuple[type, str], type] = {}
 
 
 def instance_class(cls: type, kind: str) -> type:
-    """A subclass of ``cls`` (same name and module) whose hooked methods run the hooks and call
-    ``cls``'s through ``super()``; a trainer built under :func:`apply` is moved to it, so it keeps
-    its KL config after :func:`revert`. Cached per class."""
+    """A subclass of ``cls`` (same name and module) whose hooked methods run the hooks around
+    TRL's own; a trainer built under :func:`apply` is moved to it, so it keeps its KL config
+    after :func:`revert`. Cached per class.
+
+    The hooks live in a class placed right above TRL's trainer in the MRO (below every class of
+    the user's): ``cls``'s own overrides run first and reach the hook through ``super()``, so an
+    override sees what a subclass of ``kl_patches.trl.GRPOTrainer`` sees (the advantages
+    penalised after ``super()._generate_and_score_completions``, TRL's loss plus the KL term
+    after ``super()._compute_loss``).
+    """
     if isinstance(cls, type) and issubclass(cls, hooks.KLTrainerMixin):
         return cls
     key = (cls, kind)
     if key in _INSTANCE_CLASSES:
         return _INSTANCE_CLASSES[key]
+    import trl
+
+    base = getattr(trl, TRAINERS[kind])
 
     def routed(name: str) -> Callable[..., Any]:
         hook = _hook(kind, name)
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             _CALLS[name] += 1
-            return hook(self, getattr(super(klass, self), name), args, kwargs)
+            return hook(self, getattr(super(hooked, self), name), args, kwargs)
 
-        method.__name__ = method.__qualname__ = name
+        method.__name__ = name
+        method.__qualname__ = f"{base.__name__}.{name}"
         return method
 
     body: dict[str, Any] = {n: routed(n) for n in HOOKED if n != "__init__"}
-    body.update(__module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__)
-    klass = type(cls.__name__, (_Applied, cls), body)
+    body.update(__module__=__name__, __doc__=f"TRL's {base.__name__} with the kl-patches hooks.")
+    hooked = type(base.__name__, (base,), body)
+    bases = (_Applied, hooked) if cls is base else (_Applied, cls, hooked)
+    klass = type(
+        cls.__name__,
+        bases,
+        {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__},
+    )
     _INSTANCE_CLASSES[key] = klass
     return klass
 
@@ -185,9 +208,7 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
                 return
             import trl
 
-            foreign.check_subclass(
-                type(self), getattr(trl, TRAINERS[kind]), HOOKED, force=SUPPORT.forced()
-            )
+            foreign.check_subclass(type(self), getattr(trl, TRAINERS[kind]), HOOKED)
             config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
             monitor = _MONITOR[-1] if kl_full_monitor is None else kl_full_monitor
             hooks.init_state(self, config, monitor)

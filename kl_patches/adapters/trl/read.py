@@ -24,7 +24,7 @@ from kl_patches.config import KLConfig
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
-from .translate import KL_KEYS, MONITOR_FIELD, kind_of, patched_config
+from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
@@ -271,6 +271,8 @@ def read(
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
+    if isinstance(source, dict) and KL_BLOCK in source:  # kl: {coef: ...} as kl_* keys
+        source = flatten_kl_block(source)
     if isinstance(source, dict) and STRAY in source:
         stray = [str(w) for w in source[STRAY]]
         source = {k: v for k, v in source.items() if k != STRAY}
@@ -548,15 +550,15 @@ def installed_defaults() -> dict[str, dict[str, object]]:
 
 def claims(mapping: dict[str, Any]) -> bool:
     """A flat mapping is a TRL ``TrlParser`` config; so is one whose only nested values are
-    fields TRL's dataclasses or transformers' TrainingArguments take as a dict
-    (``gradient_checkpointing_kwargs``, ``model_init_kwargs``, any ``*_kwargs``), as long as one
-    of its keys is such a field."""
+    kl-patches' ``kl:`` block or fields TRL's dataclasses or transformers' TrainingArguments
+    take as a dict (``gradient_checkpointing_kwargs``, ``model_init_kwargs``, any ``*_kwargs``),
+    as long as one of its keys is such a field."""
     if not mapping:
         return False
     from .fieldsets import TRAINING_ARGUMENTS, known_fields
 
     fields = known_fields() | TRAINING_ARGUMENTS
-    nested = [k for k, v in mapping.items() if isinstance(v, dict)]
+    nested = [k for k, v in mapping.items() if isinstance(v, dict) and k != KL_BLOCK]
     if not nested:
         return True
     if any(not (isinstance(k, str) and (k in fields or k.endswith("_kwargs"))) for k in nested):
@@ -566,6 +568,18 @@ def claims(mapping: dict[str, Any]) -> bool:
 
 KNOWN_KEYS = frozenset({*GRPO_DEFAULTS, *RLOO_DEFAULTS, *PPO_DEFAULTS})
 """TRL config keys the reader reads (for the audit's unknown-script heuristics)."""
+
+CONFIG_MARKERS = frozenset(
+    {"beta", "num_generations", "reward_funcs", "loss_type", "scale_rewards", KL_BLOCK,
+     MONITOR_FIELD, *KL_KEYS}
+)  # fmt: skip
+"""Keys only a TRL RL trainer config (or a kl-patches one) has: a flat YAML found by walking a
+folder is read as TRL's only when it has one of them (a CI or tool config is flat too)."""
+
+
+def recognises(mapping: dict[str, Any]) -> bool:
+    """A TRL RL trainer config: :func:`claims` and one of :data:`CONFIG_MARKERS`."""
+    return claims(mapping) and any(k in CONFIG_MARKERS for k in mapping)
 
 
 def _scalar(text: str) -> Any:

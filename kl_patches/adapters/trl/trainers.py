@@ -18,7 +18,6 @@ from kl_patches.config import KLConfig
 
 from . import foreign, hooks
 from .patch import HOOKED, guard
-from .versions import SUPPORT
 
 guard()
 
@@ -41,7 +40,7 @@ class _KLTrainer(hooks.KLTrainerMixin):
     ) -> None:
         kind = self._kl_kind
         public = GRPOTrainer if kind == "GRPO" else RLOOTrainer
-        foreign.check_subclass(type(self), public, HOOKED, force=SUPPORT.forced())
+        foreign.check_subclass(type(self), public, HOOKED)
         config = KLConfig.coerce(kl)
         hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args(kind, model, args, config)

@@ -1,9 +1,13 @@
 """KLConfig <-> TRL's own options: ``KLArguments`` for ``TrlParser``, and what a TRL config runs.
 
+A TRL YAML config (``--config recipe.yaml``) writes the KL settings under a ``kl:`` mapping with
+the flag names of the launcher's ``--kl NAME --kl.FIELD V`` (``name``, ``coef``, ``estimator``,
+``clamp``, ..., and ``full_monitor``): :data:`KL_BLOCK`, :func:`flatten_kl_block`.
+
 ``KLArguments`` is generated from :class:`~kl_patches.KLConfig`'s fields (one ``kl_<field>`` per
 field; ``kl_clamp`` keeps its name) plus ``kl_full_monitor``. ``TrlParser((GRPOConfig,
-KLArguments, ...))`` then accepts the same keys in a TRL YAML config (``--config recipe.yaml``)
-and as ``--kl_<field>`` flags (the launcher's ``--kl NAME --kl.FIELD V`` are the uniform spelling).
+KLArguments, ...))`` accepts them as flat keys of a YAML config and as ``--kl_<field>`` flags:
+the deprecated spellings, which the launcher still reads (with a warning naming the line).
 :meth:`KLArguments.to_config` validates and returns the KLConfig; the defaults are KLConfig's.
 
 :func:`from_trl_config` says which KLConfig a ``GRPOConfig``/``RLOOConfig`` (or any object with
@@ -26,6 +30,12 @@ from .versions import GRPO_DEFAULTS, GRPO_LOSS_AGGREGATION, RLOO_DEFAULTS, TESTE
 
 MONITOR_FIELD = "kl_full_monitor"
 """The one KLArguments field that is not a KLConfig field (a monitor switch)."""
+
+KL_BLOCK = "kl"
+"""The key of a TRL YAML config whose mapping holds the KL settings (``kl: {coef: 0.05}``)."""
+
+MONITOR_SWITCH = "full_monitor"
+"""The monitor switch's name under ``kl:`` and after ``--kl.`` (``--kl.full_monitor``)."""
 
 
 def argument_name(field: str) -> str:
@@ -97,6 +107,58 @@ FIELD_OF: dict[str, str] = {argument_name(item.name): item.name for item in flag
 _RLOO_ONLY = ("normalize_advantages", "reward_clip_range")
 
 
+def kl_block_tokens(
+    block: Any, where: str = "TRL config", lines: dict[str, int] | None = None
+) -> tuple[list[str], bool | None]:
+    """A ``kl:`` block (a mapping, or a short name) as ``--kl NAME --kl.FIELD V`` tokens and
+    the ``full_monitor`` switch (None when not set). ValueError naming ``where`` and the valid
+    keys for anything else."""
+    if isinstance(block, str):
+        block = {"name": block}
+    if not isinstance(block, dict):
+        raise ValueError(
+            f"{where}: kl: must be a mapping of KL settings (coef: 0.05, estimator: k1, ...) or "
+            f"a short name such as k1-in-reward, got {block!r}"
+        )
+    mapping = dict(block)
+    monitor = mapping.pop(MONITOR_SWITCH, None)
+    if monitor is not None and not isinstance(monitor, bool):
+        raise ValueError(f"{where}: kl: {MONITOR_SWITCH}: {monitor!r} is not valid; use true/false")
+    return flags.tokens_from_mapping(mapping, where, lines), monitor
+
+
+def kl_block_values(
+    block: Any, where: str = "TRL config", lines: dict[str, int] | None = None
+) -> tuple[dict[str, Any], bool | None]:
+    """A ``kl:`` block as KLArguments keys (``kl_coef``, ...) and the ``full_monitor`` switch
+    (see :func:`kl_block_tokens`)."""
+    tokens, monitor = kl_block_tokens(block, where, lines)
+    name, values = flags.parse_tokens(tokens)
+    if name is not None:
+        short = KLConfig.parse(name)
+        values.setdefault("placement", short.placement)
+        if short.placement != "none":
+            values.setdefault("estimator", short.estimator)
+    return {argument_name(k): v for k, v in values.items()}, monitor
+
+
+def flatten_kl_block(source: dict[str, Any]) -> dict[str, Any]:
+    """``source`` with its ``kl:`` block as flat ``kl_*`` keys (the block wins over flat keys of
+    the same setting); unchanged without a block. For the reader: no deprecation warnings."""
+    if KL_BLOCK not in source:
+        return source
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        values, monitor = kl_block_values(source[KL_BLOCK])
+    out = {k: v for k, v in source.items() if k != KL_BLOCK}
+    out.update(values)
+    if monitor is not None:
+        out[MONITOR_FIELD] = monitor
+    return out
+
+
 def kind_of(source: Any) -> str:
     """``GRPO`` or ``RLOO``: the trainer a config, trainer or dict belongs to."""
     if isinstance(source, dict):
@@ -134,6 +196,8 @@ def patched_config(source: Any) -> KLConfig | None:
     config = source.__dict__.get("_kl_config") if hasattr(source, "__dict__") else None
     if isinstance(config, KLConfig):
         return config
+    if isinstance(source, dict):
+        source = flatten_kl_block(source)
     if isinstance(source, dict) and any(k in source for k in KL_KEYS):
         arguments = KLArguments(**{k: source[k] for k in KL_KEYS if k in source})
         result: KLConfig = arguments.to_config()

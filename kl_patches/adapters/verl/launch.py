@@ -3,13 +3,18 @@
     kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- algorithm.adv_estimator=grpo ...
 
 Adds :func:`~kl_patches.adapters.verl.to_overrides` to the user's Hydra overrides (a key set
-both ways is an error, not a silent precedence rule), prints the audit's findings for the
-combined configuration as warnings, and runs ``python -m verl.trainer.main_ppo`` with them.
+both ways is an error, not a silent precedence rule), prints the KL block
+(:mod:`kl_patches.adapters.launch_report`) and the audit's findings for the combined
+configuration before verl starts, and runs ``python -m verl.trainer.main_ppo`` with them.
 When the config needs the patch, the overrides carry ``KL_PATCHES_VERL`` into every Ray
 process through ``ray_kwargs.ray_init.runtime_env.env_vars``; the launcher also sets it for the
 driver and refuses to start if the ``verl.plugins`` entry point cannot load in this install.
-The KL flags are the uniform ``--kl NAME --kl.FIELD VALUE``; ``--coef X`` and ``--set F=V``
-still work, with a deprecation warning.
+
+The KL flags are the uniform ``--kl NAME --kl.FIELD VALUE`` plus ``--kl.outside_std`` (a verl
+patch option, not a KLConfig field). The coefficient defaults to verl's own default,
+``algorithm.kl_ctrl.kl_coef`` = 0.001 (also ``kl_loss_coef``'s), not KLConfig's 0.05: a user
+who adds ``--kl k1-in-reward`` to a verl launch keeps verl's scale. ``--coef X``, ``--set F=V``
+and ``--kl-outside-std`` still work, with a deprecation warning.
 """
 
 from __future__ import annotations
@@ -20,18 +25,29 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
+from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
 from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
 from .read import read
 from .translate import needs_patch, patch_spec_of, settings_of
 from .translate import to_overrides as _to_overrides
-from .versions import ENV_VAR, TESTED_VERSIONS, installed_version
+from .versions import ACTOR, DEFAULTS, ENV_VAR, TESTED_VERSIONS, installed_version
 
 ENTRY = "verl.trainer.main_ppo"
+
+DEFAULTS_OF_FLAGS = {
+    "coef": flags.Default(
+        DEFAULTS["algorithm.kl_ctrl.kl_coef"],
+        "verl's own default (algorithm.kl_ctrl.kl_coef, and "
+        f"{ACTOR}kl_loss_coef = {DEFAULTS[ACTOR + 'kl_loss_coef']})",
+    )
+}
+"""The launcher's defaults where verl has its own (the coefficient)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,32 +56,30 @@ def parser() -> argparse.ArgumentParser:
         prog="kl-patches verl",
         description="Run verl's PPO/GRPO trainer with a kl-patches KL configuration.",
         epilog="Everything after '--' is passed to verl as Hydra overrides. Without --kl, "
-        "verl's KL settings are left as the overrides give them.",
+        "verl's KL settings are left as the overrides give them. --print and --check need no "
+        "GPU: the first prints the command, the second composes verl's config with it.",
     )
-    flags.add_arguments(p)
-    p.add_argument("--coef", type=float, help="deprecated: use --kl.coef")
+    flags.add_arguments(p, defaults=DEFAULTS_OF_FLAGS)
     p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="deprecated: use --kl.FIELD VALUE",
-    )
-    p.add_argument(
-        "--kl-outside-std",
+        "--kl.outside_std",
+        dest="outside_std",
         action="store_true",
-        help="GRPO: keep the KL penalty out of the std normalisation (patch)",
+        help="GRPO only: keep the KL penalty out of the group std normalisation (a patch; "
+        "default off, as in verl)",
     )
+    p.add_argument("--coef", type=float, help=argparse.SUPPRESS)  # deprecated: --kl.coef
+    p.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)  # --kl.FIELD
+    p.add_argument("--kl-outside-std", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--print",
         dest="print_only",
         action="store_true",
-        help="print the command instead of running it",
+        help="print the command instead of running it (no GPU needed)",
     )
     p.add_argument(
         "--check",
         action="store_true",
-        help="compose verl's config with the overrides (needs verl) and exit",
+        help="compose verl's config with the overrides and exit (needs verl, no GPU)",
     )
     p.add_argument("--entry", default=ENTRY, help=f"python module to run (default {ENTRY})")
     p.add_argument("--strict", action="store_true", help="exit 1 if the audit finds an error")
@@ -73,8 +87,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def outside_std(args: argparse.Namespace) -> bool:
+    """``--kl.outside_std`` (or the deprecated ``--kl-outside-std``, which warns)."""
+    if args.kl_outside_std:
+        flags.deprecated("--kl-outside-std", "--kl.outside_std")
+    return bool(args.outside_std or args.kl_outside_std)
+
+
 def config_of(args: argparse.Namespace) -> KLConfig | None:
-    """The KLConfig of the parsed options (None without ``--kl``); ValueError if invalid."""
+    """The KLConfig of the parsed options (None without ``--kl``); ValueError if invalid.
+
+    The coefficient defaults to verl's own (:data:`DEFAULTS_OF_FLAGS`)."""
     extra: list[str] = []
     if args.coef is not None:
         flags.deprecated("--coef", "--kl.coef")
@@ -92,13 +115,13 @@ def config_of(args: argparse.Namespace) -> KLConfig | None:
     _, deprecated_values = flags.parse_tokens(extra)
     values = {**flags.values_from_namespace(args), **deprecated_values}
     if args.kl_name is None:
-        if values or args.kl_outside_std:
+        if values or args.outside_std or args.kl_outside_std:
             raise ValueError(
-                "--kl.FIELD, --coef, --set and --kl-outside-std need --kl (the estimator and "
+                "--kl.FIELD, --coef, --set and --kl.outside_std need --kl (the estimator and "
                 "placement)"
             )
         return None
-    return flags.build(args.kl_name, values)
+    return flags.build(args.kl_name, values, flags.base_of(DEFAULTS_OF_FLAGS))
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -120,7 +143,7 @@ def overrides_of(argv: list[str]) -> list[str]:
         raise ValueError(f"kl-patches verl cannot parse {' '.join(own)!r}: {err}") from None
     except SystemExit as err:  # --help
         raise ValueError(f"kl-patches verl cannot parse {' '.join(own)!r}") from err
-    return build(config_of(args), user, args.kl_outside_std)
+    return build(config_of(args), user, outside_std(args))
 
 
 def _key(override: str) -> str:
@@ -179,23 +202,10 @@ def main(argv: list[str]) -> int:
     own, user = _split(list(argv))
     args = parser().parse_args(own)
     config = config_of(args)
-    overrides = build(config, user, args.kl_outside_std)
+    kl_outside_std = outside_std(args)
+    overrides = build(config, user, kl_outside_std)
     reading = read(overrides)
-    print(f"kl-patches verl: KL as configured: {reading.config}", file=sys.stderr)
-    from kl_patches.theory import verdict
-
-    v = verdict(reading.config, off_policy=reading.off_policy)
-    state = "unbiased" if v.unbiased else "biased" if reading.config.placement != "none" else "off"
-    print(f"kl-patches verl: verdict: {state} ({v.gradient}). {v.advice}", file=sys.stderr)
-    if not v.unbiased:
-        print(f"kl-patches verl: k1-in-reward natively: {' '.join(reading.fix)}", file=sys.stderr)
-    version = installed_version()
-    if version is not None and version not in TESTED_VERSIONS:
-        print(
-            f"kl-patches verl: warning: verl {version} is installed; the overrides and findings "
-            f"are those of verl {', '.join(TESTED_VERSIONS)}",
-            file=sys.stderr,
-        )
+    announce(_report(args, config, kl_outside_std, reading))
     for finding in reading.findings:
         fix = f" Fix: {finding.fix}" if finding.fix else ""
         print(
@@ -223,7 +233,7 @@ def main(argv: list[str]) -> int:
         return 0
     env = dict(os.environ)
     spec = patch_spec_of(settings_of(overrides))
-    if spec is not None or (config is not None and needs_patch(config, args.kl_outside_std)):
+    if spec is not None or (config is not None and needs_patch(config, kl_outside_std)):
         try:
             _check_plugin()
         except RuntimeError as exc:
@@ -231,6 +241,52 @@ def main(argv: list[str]) -> int:
         if spec is not None:
             env[ENV_VAR] = spec.to_json()
     return subprocess.call(command, env=env)
+
+
+def _report(
+    args: argparse.Namespace, config: KLConfig | None, kl_outside_std: bool, reading: Any
+) -> LaunchReport:
+    """The KL block of a launch: what verl will run with the combined overrides."""
+    if config is None:
+        source = "from the overrides (no --kl given)"
+        route = "verl's own options as the overrides give them (no --kl: nothing added)"
+    else:
+        given = [f for f in ("--kl.coef", "--coef") if _given(args, f)]
+        source = coef_source(given, DEFAULTS_OF_FLAGS["coef"].source)
+        patch = needs_patch(config, kl_outside_std)
+        route = (
+            "verl's native options plus the kl-patches patch in every Ray worker"
+            if patch
+            else "verl's native options only (no patch needed)"
+        )
+    notes: list[str] = []
+    v_fix = " ".join(reading.fix)
+    if reading.config.placement != "none" and v_fix:
+        from kl_patches.theory import verdict
+
+        if not verdict(reading.config, off_policy=reading.off_policy).unbiased:
+            notes.append(f"k1-in-reward natively: {v_fix}")
+    version = installed_version()
+    if version is not None and version not in TESTED_VERSIONS:
+        notes.append(
+            f"warning: verl {version} is installed; the overrides and findings are those of "
+            f"verl {', '.join(TESTED_VERSIONS)}"
+        )
+    return LaunchReport(
+        prog="kl-patches verl",
+        library="verl",
+        config=reading.config,
+        coef_source=source,
+        route=route,
+        off_policy=reading.off_policy,
+        notes=tuple(notes),
+    )
+
+
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    if flag == "--coef":
+        return args.coef is not None
+    return hasattr(args, "kl_field_coef")
 
 
 def _quote(text: str) -> str:

@@ -21,7 +21,7 @@ RECIPES = REPO / "recipes" / "openrlhf"
 # ----------------------------------------------------------------------------- launcher argv
 def test_split_and_parse_kl_flags() -> None:
     ours, rest = split_argv(
-        ["--a", "1", "--kl", "k3-in-both", "--kl.coef=0.1", "--kl.kl_clamp", "none", "--b"]
+        ["--a", "1", "--kl", "k3-in-both", "--kl.coef=0.1", "--kl.clamp", "none", "--b"]
     )
     assert rest == ["--a", "1", "--b"]
     assert parse_kl_args(ours) == KLConfig.parse("k3-in-both", coef=0.1, kl_clamp=None)
@@ -98,3 +98,30 @@ def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
     assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
     adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
     assert len(adaptive) == 1 and "adaptive KL controller" in adaptive[0]
+
+
+def test_the_coefficient_defaults_to_openrlhfs_own_and_help_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kl_patches.adapters.openrlhf import launch
+    from kl_patches.adapters.openrlhf.translate import FLAGS
+
+    own = next(f for f in FLAGS if f.dotted == "algo.kl.init_coef").default
+    assert launch.DEFAULTS_OF_FLAGS["coef"].value == own
+    assert parse_kl_args(["--kl", "k1-in-reward"]) == KLConfig(coef=own)
+    assert main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.startswith("usage: python -m kl_patches.openrlhf")
+    assert f"(default {own}: OpenRLHF's own default (--algo.kl.init_coef" in text
+    assert "--print-runtime-env" in text and "``" not in text
+
+
+def test_print_shows_the_command_and_the_kl_block_without_openrlhf(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--kl", "k3-in-loss", "--print", "--advantage_estimator", "group_norm"]) == 0
+    out, err = capsys.readouterr()
+    assert "-m openrlhf.cli.train_ppo_ray --advantage_estimator group_norm" in out
+    assert "--algo.kl.estimator k3" in out and "--algo.kl.use_loss" in out
+    assert err.startswith("kl_patches.openrlhf: KL regulariser for OpenRLHF\n")
+    assert "coef:      0.01 (the default: OpenRLHF's own default" in err

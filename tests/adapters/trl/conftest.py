@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")
-    from trl_support import tiny
+    from kl_patches.experiments import tiny
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("trl")

@@ -4,7 +4,8 @@ release of the compat matrix; ``nox -s trl`` against 1.16.0).
 The behaviour canaries pass and what they detect agrees with the recorded patch surface; each
 canary fails with a clear error when its TRL function is planted to compute something else; a
 planted signature change of each hooked method is refused; unsloth-style and ms-swift-style
-trainers and overriding subclasses are refused; the liger guard follows the installed TRL; five
+trainers and subclasses whose override never calls super() are refused (one that does is
+accepted); the liger guard follows the installed TRL; five
 GRPO steps with k1-in-reward train through ``apply()``; the recorded known differences are real.
 """
 
@@ -31,7 +32,11 @@ from trl_support import harness  # noqa: E402
 import kl_patches.trl as klt  # noqa: E402
 from kl_patches import KLConfig  # noqa: E402
 from kl_patches.adapters.patching import SignatureMismatchError  # noqa: E402
-from kl_patches.adapters.support import FORCE_ENV, CanaryError  # noqa: E402
+from kl_patches.adapters.support import (  # noqa: E402
+    FORCE_ENV,
+    TRAINER_FORCE_ENV,
+    CanaryError,
+)
 from kl_patches.adapters.trl import canaries, compat, foreign, hooks, patch, versions  # noqa: E402
 from kl_patches.adapters.trl.advantages import rloo_advantages  # noqa: E402
 
@@ -42,6 +47,7 @@ TRL_ROOT = Path(trl.__file__).resolve().parent
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.delenv(FORCE_ENV, raising=False)
+    monkeypatch.delenv(TRAINER_FORCE_ENV, raising=False)
     monkeypatch.delenv(versions.SUPPORT.legacy_force_env, raising=False)
     yield
     klt.revert()
@@ -283,25 +289,30 @@ def test_ms_swift_subclass_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         foreign.check_subclass(swift_trainer, trl.GRPOTrainer, patch.HOOKED)
 
 
-def test_overriding_subclass_is_refused_when_built(
+def _no_super(base: type, module: str) -> type:
+    def _compute_loss(self: Any, model: Any, inputs: Any) -> Any:
+        return torch.zeros((), requires_grad=True)
+
+    return type("NoSuper", (base,), {"_compute_loss": _compute_loss, "__module__": module})
+
+
+def test_an_override_without_super_is_refused_and_one_with_it_accepted(
     monkeypatch: pytest.MonkeyPatch, dirs: tuple[Path, Path]
 ) -> None:
-    mine = _subclass(trl.GRPOTrainer, "user_code")
     klt.apply("k1-in-reward")
-    with pytest.raises(
-        foreign.ForeignTrainerError, match=r"user_code\.MyGRPOTrainer\._compute_loss"
-    ):
-        _build(dirs, mine)
-    monkeypatch.setenv(FORCE_ENV, "1")
-    with pytest.warns(UserWarning, match="call super"):
-        trainer = _build(dirs, mine, scale_rewards="none")
-    harness.perturb(trainer.model)
-    harness.scored_batch(trainer)
-    assert trainer._metrics["train"]["kl/k1_reward"]  # its override calls super(): hooks run
-    dropin = _subclass(klt.GRPOTrainer, "user_code")
-    monkeypatch.delenv(FORCE_ENV)
-    with pytest.raises(foreign.ForeignTrainerError, match=r"MyGRPOTrainer\._compute_loss"):
-        _build(dirs, dropin)
+    for base in (trl.GRPOTrainer, klt.GRPOTrainer):  # in place, and the drop-in class
+        with pytest.raises(foreign.ForeignTrainerError) as info:
+            _build(dirs, _no_super(base, "user_code"))
+        text = str(info.value)
+        assert "user_code.NoSuper._compute_loss (its code never calls super()._compute_loss" in text
+        assert "KL_PATCHES_FORCE_TRAINER=1" in text
+        trainer = _build(dirs, _subclass(base, "user_code"), scale_rewards="none")
+        harness.perturb(trainer.model)
+        harness.scored_batch(trainer)
+        assert trainer._metrics["train"]["kl/k1_reward"]  # its override calls super(): hooks run
+    monkeypatch.setenv(TRAINER_FORCE_ENV, "1")
+    with pytest.warns(UserWarning, match="KL_PATCHES_FORCE_TRAINER=1: building it anyway"):
+        _build(dirs, _no_super(trl.GRPOTrainer, "user_code"), scale_rewards="none")
 
 
 def test_subclass_overriding_only_init_is_accepted(dirs: tuple[Path, Path]) -> None:
@@ -315,7 +326,7 @@ def test_subclass_overriding_only_init_is_accepted(dirs: tuple[Path, Path]) -> N
 
 
 def _build(dirs: tuple[Path, Path], cls: type, **overrides: Any) -> Any:
-    from trl_support import tiny
+    from kl_patches.experiments import tiny
 
     args = trl.GRPOConfig(**tiny.common_args(dirs[1], **overrides))
     return cls(

@@ -19,11 +19,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
-from trl_support import harness, tiny  # noqa: E402
+from trl_support import harness  # noqa: E402
 from trl_support.harness import max_diff, pair  # noqa: E402
 
 import kl_patches.trl as klt  # noqa: E402
 from kl_patches import KLConfig  # noqa: E402
+from kl_patches.experiments import tiny  # noqa: E402
 
 TOL = 1e-6
 

@@ -1,17 +1,21 @@
 """Every shipped TRL recipe loads with the parser that its launch command uses.  ``grpo_*.yaml`` go
-through the kl-patches launcher's parser (TRL's GRPO script arguments plus KLArguments);
-``*_native.yaml`` through TRL's own script parser alone (no kl-patches keys), and the reader
-must say what TRL runs. ``paper_grid.sh`` is checked for its configurations and for the
-overrides it passes. bf16 is switched off on the command line, as a CPU has no bf16 GPU.
+through the kl-patches launcher's parser (``launch.parse``: TRL's GRPO script arguments, the
+``kl:`` block and the deprecated flat keys); ``*_native.yaml`` through TRL's own script parser
+alone (no kl-patches keys), and the reader must say what TRL runs. ``paper_grid.sh`` is checked
+for its configurations and for the overrides it passes. bf16 is switched off on the command
+line, as a CPU has no bf16 GPU. The launcher's spelling rules (``--kl.*`` and ``kl:``, old
+spellings warning at the user's line) and its ``--help`` are checked here too.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("trl")
 
@@ -54,17 +58,26 @@ def test_recipe_loads(path: Path) -> None:
     command = _header_command(path)
     assert f"recipes/trl/{path.name}" in command
     assert ("kl_patches.trl" in command) != native
-    parsed = _parse(kind, ["--config", str(path), *CPU], with_kl=not native)
-    training_args = parsed[1]
     if native:
+        training_args = _parse(kind, ["--config", str(path), *CPU], with_kl=False)[1]
         reading = klt.read(training_args)
         assert reading.config == KLConfig(coef=training_args.beta)  # TRL's own k1-in-reward
         assert not reading.findings
     else:
-        kl = parsed[-1].to_config()
-        assert kl == KLConfig.parse("k1-in-reward", coef=0.05)
+        from kl_patches.adapters.trl import launch
+
+        with warnings.catch_warnings():
+            # a shipped recipe uses no old spelling
+            warnings.filterwarnings("error", category=FutureWarning, module="kl_patches")
+            parsed = launch.parse(kind, ["--config", str(path), *CPU])
+        training_args = parsed.parsed[1]
+        assert parsed.config == KLConfig.parse("k1-in-reward", coef=0.05)
+        assert parsed.coef_given == (f"{path} (kl: coef)",)
         assert training_args.scale_rewards == "none" and training_args.beta == 0.0
-        assert not [f for f in klt.read({**vars(parsed[-1]), "scale_rewards": "none"}).findings]
+        data = yaml.safe_load(path.read_text())
+        reading = klt.read(data)  # the audit reads the kl: block as the launcher does
+        assert reading.config == parsed.config and "kl-patches" in reading.trainer
+        assert not [f for f in reading.findings if f.severity != "info"]
 
 
 def test_paper_grid() -> None:
@@ -74,11 +87,12 @@ def test_paper_grid() -> None:
     names = match.group(1).split()
     assert "k1-in-reward" in names and "k3-in-loss" in names and len(set(names)) == len(names)
     base = RECIPES / "grpo_k1_in_reward.yaml"
+    from kl_patches.adapters.trl import launch
+
     for name in names:
-        est, place = name.split("-in-")
-        argv = ["--config", str(base), "--kl_estimator", est, "--kl_placement", place]
-        parsed = _parse("grpo", [*argv, "--output_dir", f"runs/grpo-{name}", *CPU], True)
-        assert parsed[-1].to_config() == KLConfig.parse(name, coef=0.05)
+        argv = ["--config", str(base), "--kl", name]
+        parsed = launch.parse("grpo", [*argv, "--output_dir", f"runs/grpo-{name}", *CPU])
+        assert parsed.config == KLConfig.parse(name, coef=0.05)
     assert "-m kl_patches.trl grpo" in " ".join(shlex.split(text.replace("\\\n", " "), True))
 
 
@@ -116,12 +130,17 @@ def _yaml(tmp_path: Path, text: str) -> str:
             id="kl-combination",
         ),
         pytest.param(
-            ["--config", "{tmp}/missing.yaml"], "missing.yaml: No such file", id="missing-config"
+            ["--config", "{tmp}/missing.yaml"], "missing.yaml: no such file", id="missing-config"
         ),
         pytest.param(
-            ["--config", "{yaml:kl_estimator: k9}"],
-            "kl_* settings (--config file or --kl_* flags): KLConfig.estimator='k9' is not valid",
+            ["--config", "{yaml:kl:\n  estimator: k9}"],
+            "KLConfig.estimator='k9' is not valid",
             id="yaml-bad-kl-value",
+        ),
+        pytest.param(
+            ["--config", "{yaml:kl:\n  beta: 1}"],
+            "run.yaml:2: kl: beta is not a KL setting; valid keys under kl: ['name', 'clamp',",
+            id="yaml-unknown-kl-key",
         ),
         pytest.param(
             ["--config", "{yaml:kl_typo: 3}"],
@@ -148,3 +167,46 @@ def test_bad_arguments_are_one_line_before_training(
     assert len(lines) == 1 and lines[0].startswith("kl_patches.trl: "), err
     assert fragment in lines[0] and "Traceback" not in out + err
     assert not patch.applied()  # refused before the patch, let alone the run
+
+
+# ----------------------------------------------------------------------------- spellings, help
+def test_old_spellings_still_work_and_warn_at_the_users_line(tmp_path: Path) -> None:
+    from kl_patches.adapters.trl import launch
+
+    path = _yaml(tmp_path, "output_dir: out\nkl_estimator: k3\nkl_placement: loss\nkl_coef: 0.1\n")
+    with pytest.warns(FutureWarning) as seen:
+        parsed = launch.parse("grpo", ["--config", path, *CPU, "--kl_clamp", "5"])
+    assert parsed.config == KLConfig.parse("k3-in-loss", coef=0.1, kl_clamp=5.0)
+    ours = [w for w in seen if "deprecated; use" in str(w.message) and "kl" in str(w.message)]
+    where = {(w.filename, w.lineno, str(w.message)) for w in ours}
+    assert (path, 4, "kl_coef: is deprecated; use kl: {coef: ...}") in where
+    assert (path, 2, "kl_estimator: is deprecated; use kl: {estimator: ...}") in where
+    assert ("<command line>", 0, "--kl_clamp is deprecated; use --kl.clamp") in where
+    assert not any("kl_patches" in w.filename for w in ours)  # never a line of our code
+
+
+def test_precedence_file_then_kl_block_then_flags(tmp_path: Path) -> None:
+    from kl_patches.adapters.trl import launch
+
+    text = "output_dir: out\nkl:\n  name: k3-in-loss\n  coef: 0.2\n  full_monitor: false\n"
+    path = _yaml(tmp_path, text)
+    parsed = launch.parse("grpo", ["--config", path, *CPU])
+    assert parsed.config == KLConfig.parse("k3-in-loss", coef=0.2) and not parsed.monitor
+    parsed = launch.parse("grpo", ["--config", path, *CPU, "--kl.coef", "0.3", "--kl.full_monitor"])
+    assert parsed.config == KLConfig.parse("k3-in-loss", coef=0.3) and parsed.monitor
+    assert parsed.coef_given == ("--kl.coef", f"{path} (kl: coef)")
+    parsed = launch.parse("grpo", ["--output_dir", "out", *CPU])
+    assert parsed.config == KLConfig() and parsed.coef_given == ()
+
+
+def test_help_lists_the_kl_options_in_plain_words_and_trls_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kl_patches.adapters.trl import launch
+
+    assert launch.main(["grpo", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--kl.coef" in out and "--kl.clamp" in out and "--kl.full_monitor" in out
+    assert "TRL's RLOO beta default" in " ".join(out.split())
+    assert "TRL's own options (trl.scripts.grpo)" in out and "--learning_rate" in out
+    assert "--kl_coef" not in out and "``" not in out and ":class:" not in out

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 pytest.importorskip("trl")
 pytest.importorskip("accelerate")
 
-from trl_support import tiny
+from kl_patches.experiments import tiny
 
 MARKER = "KL_PATCHES_TEST_RUN"
 """Environment variable set to a fresh value per run; every process of the run inherits it."""
@@ -133,7 +133,7 @@ def write_run(tmp_path: Path, native: bool = False) -> Path:
     run: dict[str, object] = {
         "model_name_or_path": str(model_dir),
         "dataset_name": str(data_dir),
-        "reward_funcs": ["trl_support.tiny.target_reward"],
+        "reward_funcs": ["kl_patches.experiments.tiny.target_reward"],
         "kl_estimator": "k1",
         "kl_placement": "reward",
         "kl_coef": 0.05,
@@ -179,6 +179,9 @@ def test_two_rank_accelerate_launch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     reports = REPORT.findall(done.stderr)
     assert sorted(r[0] for r in reports) == ["0", "1"], done.stderr[-4000:]
+    block = "kl_patches.trl: KL regulariser for TRL\n"
+    assert done.stderr.count(block) == 1, done.stderr[-4000:]  # said once, by rank 0
+    assert done.stderr.index(block) < min(m.start() for m in REPORT.finditer(done.stderr))
     for _, _, calls in reports:
         counts = eval(calls, {})  # a dict literal printed by the launcher
         assert counts["__init__"] == 1

@@ -29,13 +29,14 @@ torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 
 from trl.trainer.utils import shuffle_sequence_dict  # noqa: E402
-from trl_support import harness, tiny  # noqa: E402
+from trl_support import harness  # noqa: E402
 from trl_support.harness import max_diff  # noqa: E402
 
 import kl_patches.trl as klt  # noqa: E402
 from kl_patches import KLConfig  # noqa: E402
 from kl_patches.adapters.trl import hooks  # noqa: E402
 from kl_patches.adapters.trl.advantages import grpo_advantages  # noqa: E402
+from kl_patches.experiments import tiny  # noqa: E402
 
 TOL = 1e-6
 

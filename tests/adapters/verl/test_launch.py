@@ -92,10 +92,32 @@ def test_launcher_check_composes_verl_config() -> None:
     assert launch.main(["--kl", "k2-in-loss", "--set", "granularity=sequence", "--check"]) == 0
 
 
+def test_the_coefficient_defaults_to_verls_own() -> None:
+    assert launch.DEFAULTS_OF_FLAGS["coef"].value == versions.DEFAULTS["algorithm.kl_ctrl.kl_coef"]
+    assert "algorithm.kl_ctrl.kl_coef=0.001" in launch.overrides_of(["--kl", "k1-in-reward"])
+    assert "algorithm.kl_ctrl.kl_coef=0.02" in launch.overrides_of(
+        ["--kl", "k1-in-reward", "--kl.coef", "0.02"]
+    )
+    text = " ".join(launch.parser().format_help().split())
+    assert "(default 0.001: verl's own default (algorithm.kl_ctrl.kl_coef" in text
+    assert "--kl-outside-std" not in text and "--kl.outside_std" in text
+
+
+def test_old_spellings_warn_and_mean_the_same() -> None:
+    new = ["--kl", "k1-in-reward", "--kl.outside_std", "--", "algorithm.adv_estimator=grpo"]
+    with pytest.warns(FutureWarning, match="--kl-outside-std is deprecated; use --kl.outside_std"):
+        old = launch.overrides_of(["--kl-outside-std", *new[:2], *new[3:]])
+    assert old == launch.overrides_of(new)
+    with pytest.warns(FutureWarning, match="--coef is deprecated; use --kl.coef") as seen:
+        launch.overrides_of(["--kl", "k1-in-reward", "--coef", "0.1"])
+    assert seen[0].filename == "<command line>"
+
+
 def test_launcher_runs_entry_with_overrides_and_patch_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A stand-in entry module records what the trainer process would receive."""
+    """A stand-in entry module records what the trainer process would receive; the KL block
+    is on stderr before it starts."""
     record = tmp_path / "record.json"
     (tmp_path / "fake_main_ppo.py").write_text(
         "import json, os, sys\n"
@@ -118,7 +140,8 @@ def test_launcher_runs_entry_with_overrides_and_patch_env(
     )
     assert code == 0
     seen = json.loads(record.read_text())
-    config = KLConfig(estimator="k3", placement="loss", importance_weighting="token")
+    config = KLConfig(estimator="k3", placement="loss", importance_weighting="token", coef=0.001)
+    assert capsys.readouterr().err.startswith("kl-patches verl: KL regulariser for verl\n")
     assert seen["argv"] == ["algorithm.adv_estimator=grpo", *kv.to_overrides(config)]
     assert seen["env"] == delivery.PatchSpec(config).to_json()
 

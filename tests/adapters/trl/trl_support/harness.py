@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from . import tiny
+from kl_patches.experiments import tiny
 
 GROUP_PROMPTS = ["abca", "bcdb"]
 

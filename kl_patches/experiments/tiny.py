@@ -1,9 +1,13 @@
-"""A tiny random Qwen2 policy, a character tokenizer and a toy task, all built locally.
+"""A tiny random Qwen2 policy, a character tokenizer and a toy task, all built on this machine.
 
-No hub access: the tokenizer comes from the ``tokenizers`` library, the model from a config
-with random weights saved to a directory (TRL reloads the reference model from that path).
-Prompts all have the same length, so no prompt padding shifts positions (the independent
-log-prob computations in the tests rely on it).
+What ``kl-patches smoke`` trains and what the library tests run on. Nothing comes from the
+model hub: the tokenizer is a word-level ``tokenizers`` model over nine characters, the model a
+2-layer Qwen2 with random weights saved to a folder (TRL loads the policy and the reference
+model from that path). Every prompt has the same length, so no prompt padding shifts positions
+(the tests that recompute log-probs independently rely on it). The task reward is the fraction
+of completion characters equal to :data:`TARGET`.
+
+Needs ``transformers``, ``tokenizers`` and (for :func:`dataset`) ``datasets``: the TRL extra.
 """
 
 from __future__ import annotations
@@ -12,16 +16,33 @@ import os
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+}
+"""Set (unless already set) before transformers or TRL is imported: no hub access, no
+telemetry, no notice about TRL's experimental modules."""
 
 ALPHABET = "abcdefgh "
+"""The characters of the vocabulary (plus ``<pad>`` and ``<eos>``)."""
 PROMPTS = ["abca", "bcdb", "cdec", "defd", "efge", "fgaf", "gabg", "habh"]
+"""The prompts, all four characters long."""
 TARGET = "a"
+"""The character the toy task rewards."""
+
+
+def offline() -> None:
+    """Put :data:`OFFLINE_ENV` into the environment (values already set are kept)."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+offline()
 
 
 def build_tokenizer() -> Any:
+    """A character-level ``PreTrainedTokenizerFast`` (left padding, ``<pad>`` and ``<eos>``)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -63,18 +84,20 @@ def build_model_dir(path: Path, seed: int = 0) -> Path:
 
 
 def dataset(repeat: int = 4) -> Any:
+    """A ``datasets.Dataset`` with a ``prompt`` column: :data:`PROMPTS` ``repeat`` times."""
     from datasets import Dataset
 
     return Dataset.from_dict({"prompt": PROMPTS * repeat})
 
 
 def target_reward(completions: list[str], **_: Any) -> list[float]:
-    """Toy task reward: the fraction of completion characters equal to ``TARGET``."""
+    """Toy task reward: the fraction of completion characters equal to :data:`TARGET`."""
     return [c.count(TARGET) / max(len(c), 1) for c in completions]
 
 
 def common_args(output_dir: Path, **overrides: Any) -> dict[str, Any]:
-    """Trainer arguments for a fast deterministic fp32 CPU run."""
+    """Trainer arguments (``GRPOConfig``/``RLOOConfig`` keywords) for a fast, deterministic fp32
+    run on the CPU: batches of 8, groups of 4, 8-token completions, 2 steps, no saving."""
     args: dict[str, Any] = {
         "output_dir": str(output_dir),
         "per_device_train_batch_size": 8,
