@@ -57,6 +57,8 @@ VERSION_NEWEST_DIFFERS = "version_newest_differs"
 release (nothing installed)."""
 LAUNCH_UNREADABLE = "launch_unreadable"
 """One launch of a file with several could not be read (the others are reported)."""
+VERSION_PIN_CONFLICT = "version_pin_conflict"
+"""Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
 
 CODES = (
     KL_OFF,
@@ -78,6 +80,7 @@ CODES = (
     VERSION_INSTALLED_DIFFERS,
     VERSION_NEWEST_DIFFERS,
     LAUNCH_UNREADABLE,
+    VERSION_PIN_CONFLICT,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 

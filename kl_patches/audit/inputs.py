@@ -31,7 +31,7 @@ from typing import Any
 
 from kl_patches import adapters
 from kl_patches.adapters.base import AdapterDescriptor, LaunchPayload
-from kl_patches.adapters.files import load_mapping_text, read_text, try_read_text, yaml_module
+from kl_patches.adapters.files import load_mapping_text, read_file, try_read_text, yaml_module
 from kl_patches.audit.ignored import argv_items
 from kl_patches.audit.model import AuditFinding, AuditInput, InputError
 from kl_patches.audit.python import PyScript, read_python
@@ -858,27 +858,49 @@ def inputs_from_file(
     version: str | None = None,
 ) -> list[AuditInput]:
     """Every launch in a file: shell script, Python script, YAML/JSON config or cluster job
-    file, or overrides/flags file. ``version`` is reserved for version-aware reading."""
+    file, or overrides/flags file. ``version`` is reserved for version-aware reading. The file
+    is read through the guarded reader (:func:`kl_patches.adapters.files.read_file`); bytes
+    that are not UTF-8 are a note on every launch found."""
     _check_library(library)
     p = Path(path)
-    suffix = p.suffix.lower()
-    text = read_text(p)
+    found = read_file(p)
+    inputs = inputs_from_source(found.text, str(p), p, library, variables, version)
+    if found.note:
+        inputs = [dataclasses.replace(i, notes=(*i.notes, found.note)) for i in inputs]
+    return inputs
+
+
+def inputs_from_source(
+    text: str,
+    origin: str,
+    path: Path | None,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    version: str | None = None,
+) -> list[AuditInput]:
+    """Every launch in ``text`` (a file's, or standard input's when ``path`` is None: then its
+    kind is told from its content alone and relative paths are read from the working
+    directory)."""
+    _check_library(library)
+    p = path if path is not None else Path.cwd() / origin
+    suffix = p.suffix.lower() if path is not None else ""
     first = text.split("\n", 1)[0]
     if suffix in PYTHON_SUFFIXES or (first.startswith("#!") and "python" in first):
-        return inputs_from_python(text, str(p), library, version)
+        return inputs_from_python(text, origin, library, version)
     if suffix in YAML_SUFFIXES:
-        data = load_mapping_text(text, str(p), suffix == ".json")
-        return inputs_from_mapping(data, library, str(p), p, version, variables)
+        data = load_mapping_text(text, origin, suffix == ".json")
+        return inputs_from_mapping(data, library, origin, p, version, variables)
     if suffix not in SHELL_SUFFIXES and not text.startswith("#!"):
         if _looks_like_python(text):
-            return inputs_from_python(text, str(p), library, version)
+            return inputs_from_python(text, origin, library, version)
         mapping: dict[str, Any] | None = None
         try:
             yaml_module()
-            mapping = load_mapping_text(text, str(p))
+            mapping = load_mapping_text(text, origin)
         except InputError:  # no pyyaml, or not a YAML mapping: a script or an overrides list
             mapping = None
         if mapping and not any(isinstance(k, str) and "=" in k for k in mapping):
-            return inputs_from_mapping(mapping, library, str(p), p, version, variables)
+            return inputs_from_mapping(mapping, library, origin, p, version, variables)
     kind = "shell" if suffix in SHELL_SUFFIXES or text.startswith("#!") else "overrides"
-    return inputs_from_text(text, str(p), library, variables, p.parent, kind, version, p)
+    script = p if path is not None else None
+    return inputs_from_text(text, origin, library, variables, p.parent, kind, version, script)
