@@ -174,7 +174,9 @@ def _drop_unknown(
     cmd: Command, start: int
 ) -> tuple[list[str], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """The launch's argv from ``start`` without the options whose value is unknown (command
-    substitutions), with (key, text) of those and (key, variables) of empty-by-unset ones."""
+    substitutions, input the script reads), with (key, text) of those (key ``""`` for a whole
+    argument of unknown value: it may be any option) and (key, variables) of empty-by-unset
+    ones."""
     argv = cmd.words[start:]
     unknown = {i - start: v for i, v in cmd.unknown.items() if i >= start}
     unset = {i - start: v for i, v in cmd.unset_in.items() if i >= start}
@@ -183,8 +185,10 @@ def _drop_unknown(
     drop: set[int] = set()
     lost: list[tuple[str, str]] = []
     empty: list[tuple[str, str]] = []
+    covered: set[int] = set()
     for key, a, b in argv_items(argv):
         idx = range(a, b)
+        covered.update(idx)
         texts = [t for k in idx for t in unknown.get(k, [])]
         if texts:
             drop.update(idx)
@@ -192,6 +196,10 @@ def _drop_unknown(
         names = [n for k in idx for n in unset.get(k, [])]
         if names and not texts:
             empty.append((key, ", ".join("$" + n for n in dict.fromkeys(names))))
+    for k, texts in sorted(unknown.items()):  # a whole argument of unknown value
+        if k not in covered:
+            drop.add(k)
+            lost.append(("", " ".join(dict.fromkeys(texts))))
     kept = [t for k, t in enumerate(argv) if k not in drop]
     return kept, tuple(lost), tuple(empty)
 
