@@ -32,6 +32,7 @@ from tests.reliability.reliability3 import (
 CASES: list[tuple[str, str]] = [
     ("hang-memory", "vendored-version-fifo"),
     ("hang-memory", "vendored-version-dev-zero"),
+    ("hang-memory", "vendored-openrlhf-version-txt-fifo"),
     ("hang-memory", "vendored-sign-bug-fifo"),
     ("hang-memory", "setup-cfg-interpolation-bomb"),
     ("hang-memory", "lock-file-60000-pins"),
@@ -83,6 +84,20 @@ def test_dev_zero_as_verl_version_file_is_refused_with_a_note(name: str, tmp_pat
     assert done.returncode == 0, text[-2000:]
     assert trainer(doc)["version_source"] == "newest"
     assert "version: a character device, not a regular file" in notes(doc)
+
+
+@pytest.mark.parametrize("name", ["vendored-openrlhf-version-txt-fifo"])
+def test_a_fifo_as_openrlhf_version_txt_is_refused_with_a_note(name: str, tmp_path: Path) -> None:
+    """OpenRLHF's ``version.txt`` beside an ``openrlhf`` package was opened as it is too."""
+    launch = "python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef 0.02\n"
+    root = repo(tmp_path, {"openrlhf/__init__.py": "", "run.sh": launch})
+    os.mkfifo(root / "version.txt")
+    done = bounded(["audit", "--json", str(root / "run.sh")], tmp_path)
+    text = clean(done)
+    doc = json.loads(done.stdout)
+    assert done.returncode == 0, text[-2000:]
+    assert trainer(doc)["version_source"] == "newest"
+    assert "version.txt: a FIFO (named pipe), not a regular file" in notes(doc)
 
 
 @pytest.mark.parametrize("name", ["vendored-sign-bug-fifo"])
