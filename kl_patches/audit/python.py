@@ -39,9 +39,10 @@ MAX_STEPS = 200_000
 MAX_SOURCE_CHARS = 512 * 1024
 """Largest Python source read (parsing costs about 500 bytes of memory per character in the
 worst case; training scripts are far smaller)."""
-MAX_INT_BITS = 1100
-"""Largest integer the evaluator computes (float's range is 1024 bits): a bigger result, such
-as ``A = 10**64`` squared forty times, is an unknown value, never computed."""
+MAX_INT_BITS = 1024
+"""Largest integer the evaluator computes or keeps (float's range): a bigger literal or
+result, such as ``A = 10**64`` squared forty times, is an unknown value, never computed (no
+library could use it as a number)."""
 
 
 class _Unknown:
@@ -329,6 +330,8 @@ class _Reader:
     def expr(self, node: ast.expr, env: dict[str, Any]) -> Any:
         self._tick()
         if isinstance(node, ast.Constant):
+            if _bits(node.value) > MAX_INT_BITS:
+                return _Unknown(f"an integer literal of more than {MAX_INT_BITS} bits")
             return node.value
         if isinstance(node, ast.Name):
             if node.id in env:

@@ -76,6 +76,11 @@ def _read(inp: AuditInput) -> NativeReading:
         return d.read(inp.payload, **inp.context)
     except RecursionError as err:
         raise AuditError(f"{inp.origin}: the input is nested too deeply to read") from err
+    except OverflowError as err:
+        raise AuditError(
+            f"{inp.origin}: the {inp.library} reader cannot read it: a number in it is too "
+            f"large for a float ({err})"
+        ) from err
     except (ValueError, KeyError, TypeError) as err:
         msg = str(err).strip("'\"")
         hint = ""

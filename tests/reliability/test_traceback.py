@@ -31,6 +31,10 @@ CASES: list[tuple[str, str]] = [
     ("traceback", "yaml-kl-coef-4000-digits"),
     ("traceback", "json-5000-digit-integer"),
     ("traceback", "shell-5000-digit-arithmetic"),
+    ("traceback", "trl-flag-5000-digits"),
+    ("traceback", "trl-flag-400-digits"),
+    ("traceback", "verl-override-400-digits"),
+    ("traceback", "python-literal-400-digits"),
 ]
 """Every case of this module as (category, name); the test parameter id is the name."""
 
@@ -171,3 +175,53 @@ def test_a_5000_digit_number_in_shell_arithmetic_wraps_as_in_bash(
     root = repo(tmp_path, {"run.sh": script})
     code, doc, _ = audit_json(capsys, [str(root / "run.sh")])
     assert code == 0 and trainer(doc)["config"]["placement"] == "reward"
+
+
+@pytest.mark.parametrize(
+    ("script", "fragment"),
+    [
+        pytest.param(
+            f"trl grpo --model_name_or_path m --beta {DIGITS}\n",
+            "run.sh: --beta: line 1: an integer too large for any float (5000 digits",
+            id="trl-flag-5000-digits",
+        ),
+        pytest.param(
+            "trl grpo --model_name_or_path m --beta " + "9" * 400 + "\n",
+            "run.sh: --beta: line 1: an integer too large for any float (400 digits",
+            id="trl-flag-400-digits",
+        ),
+        pytest.param(
+            "python -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef=" + "9" * 400 + "\n",
+            "algorithm.kl_ctrl.kl_coef=999999999999...: an integer of 400 digits, too large",
+            id="verl-override-400-digits",
+        ),
+    ],
+)
+def test_huge_integers_in_a_launch_are_one_line(
+    script: str, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found while fixing the cases above: a TRL flag leaked Python's int-string limit
+    message (5000 digits) or was an OverflowError (400 digits), a verl override of 400
+    digits an OverflowError ("internal error")."""
+    root = repo(tmp_path, {"run.sh": script})
+    code, doc, err = audit_json(capsys, [str(root / "run.sh")])
+    (line,) = err.strip().splitlines()
+    assert code == 2 and doc["trainers"] == [] and fragment in line, line
+
+
+@pytest.mark.parametrize("name", ["python-literal-400-digits"])
+def test_a_python_literal_beyond_float_is_an_unresolved_setting(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``beta=<400 digits>`` is valid Python but no float: the reader does not compute with it
+    (it was an OverflowError, "internal error"); the setting is unresolved and said."""
+    text = (
+        "import trl\nargs = trl.GRPOConfig(output_dir='o', beta=" + "9" * 400 + ")\n"
+        "trainer = trl.GRPOTrainer(model='m', args=args)\n"
+    )
+    root = repo(tmp_path, {"train.py": text})
+    code, doc, _ = audit_json(capsys, [str(root / "train.py")])
+    t = trainer(doc)
+    assert code == 0
+    (found,) = [f for f in t["findings"] if f["code"] == "trl.unresolved_settings"]
+    assert found["message"].startswith("beta: set from values the audit cannot compute")
