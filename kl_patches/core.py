@@ -3,6 +3,10 @@
 Pure torch. Inputs are per-token log-probabilities of the sampled tokens, shaped ``[B, T]``,
 with a ``mask`` (bool or 0/1) of valid tokens; padding never contributes, whatever value the
 log-probabilities hold there. Any float dtype and any device work; results keep the input dtype.
+Log-probabilities that are not real floats (an integer or complex tensor) are a TypeError; a
+non-bool mask holding anything but 0 and 1 (0.5, 2, -1, NaN) is a ValueError naming the first
+such entry: a mask says which tokens count, it is not a weight (checked with one min/max pass
+per call, plus a sum and a count for a float mask; a bool mask is used as it is).
 
 With delta_t = log pi(y_t|s_t) - log pi_ref(y_t|s_t) and r_t = exp(-delta_t):
   k1 = delta,  k2 = delta^2 / 2,  k3 = r - 1 - log r = exp(-delta) - 1 + delta.
@@ -48,7 +52,7 @@ from typing import Any
 
 import torch
 
-from kl_patches.config import KLConfig
+from kl_patches.config import KLConfig, _real
 
 __all__ = [
     "NonFiniteKLError",
@@ -101,9 +105,70 @@ def _count_masked(n: int) -> None:
 
 
 def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
-    """``mask != 0`` as bool (``.bool()``: the same truth values, NaN included, and 4-25x
-    faster on CPU than the comparison with a scalar)."""
-    return mask if mask.dtype == torch.bool else mask.bool()
+    """A mask as bool: a bool mask as it is; any other must hold only 0 and 1 (ValueError
+    naming the first other value and where it is: 0.5, 2, -1 or NaN is a caller's bug, not a
+    weight), checked with one min/max pass (and, for a floating-point mask, one sum against the
+    count of nonzero entries) and one host synchronisation; skipped under torch.func
+    transforms. ``.bool()`` is 4-25x faster on CPU than the comparison with a scalar."""
+    if mask.dtype == torch.bool:
+        return mask
+    m = mask.bool()
+    if not _transformed() and mask.numel() and not _zero_one(mask, m):
+        raise ValueError(_mask_message(mask))
+    return m
+
+
+def _zero_one(mask: torch.Tensor, m: torch.Tensor) -> bool:
+    """True when every entry of ``mask`` is 0 or 1 (``m`` is ``mask.bool()``), in one pass or
+    two and one host synchronisation.
+
+    Integers: min >= 0 and max <= 1. Floats: also in [0, 1] (NaN fails the comparison), and
+    their sum equals the number of nonzero entries (a value in (0, 1) makes the sum fall
+    short: a small one by almost 1, 0.5 by 0.5; a value within float32 rounding of 1 reads
+    as 1, as the bool cast reads it anyway); the sum is taken in float32 up to 2**24 entries
+    (exact for 0/1 values there) and in float64 above. float64 and complex masks are compared
+    with their bool cast (exact)."""
+    if mask.is_complex() or mask.dtype == torch.float64:
+        return bool(torch.equal(m.to(mask.dtype), mask))
+    low, high = torch.aminmax(mask)
+    if not mask.is_floating_point():
+        bounds = torch.stack([low, high]).tolist()
+        return bool(bounds[0] >= 0 and bounds[1] <= 1)
+    wide = torch.float32 if mask.numel() <= 2**24 else torch.float64
+    found = torch.stack(
+        [
+            low.to(wide),
+            high.to(wide),
+            mask.sum(dtype=wide),
+            m.sum(dtype=torch.int32 if wide == torch.float32 else torch.int64).to(wide),
+        ]
+    ).tolist()
+    return bool(found[0] >= 0 and found[1] <= 1 and found[2] == found[3])
+
+
+def _mask_message(mask: torch.Tensor) -> str:
+    """The error for a mask holding a value other than 0 and 1 (slow path: names the first)."""
+    flat = mask.detach().reshape(-1).cpu()
+    bad = torch.nonzero((flat != 0) & (flat != 1) | (flat != flat)).flatten()
+    index = int(bad[0]) if bad.numel() else 0
+    width = mask.shape[-1] if mask.dim() else 1
+    where = f"row {index // width}, column {index % width}" if mask.dim() == 2 else f"{index}"
+    value = flat[index].item()
+    return (
+        f"mask holds {value!r} at {where} ({mask.dtype}); a mask must be bool or hold only 0 "
+        "(padding) and 1 (a valid token). Pass mask.bool() or (mask != 0) if nonzero means "
+        "valid; a weight belongs in the loss, not in the mask"
+    )
+
+
+def _check_dtype(name: str, x: torch.Tensor) -> None:
+    """TypeError unless ``x`` holds real floating-point numbers (an integer tensor would be
+    cast back to integers at the end, a complex one has no order)."""
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} has dtype {x.dtype}; log-probabilities must be a real floating-point "
+            "tensor (float16, bfloat16, float32 or float64)"
+        )
 
 
 def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -113,6 +178,9 @@ def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> None:
+    if not (logp.is_floating_point() and ref_logp.is_floating_point()):
+        _check_dtype("logp", logp)
+        _check_dtype("ref_logp", ref_logp)
     shape = logp.shape
     if len(shape) == 2 and shape == ref_logp.shape == mask.shape:
         return
@@ -126,6 +194,8 @@ def _check_shapes(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor
 
 
 def _check_like(name: str, other: torch.Tensor | None, logp: torch.Tensor) -> None:
+    if other is not None and not other.is_floating_point():
+        _check_dtype(name, other)
     if other is not None and other.shape != logp.shape:
         raise ValueError(f"{name} shape {tuple(other.shape)} differs from logp {tuple(logp.shape)}")
 
@@ -727,6 +797,7 @@ def prefix_log_weights(
     callers apply the finiteness policy).
     """
     _check_shapes(logp, behaviour_logp, mask)
+    is_clip = _is_clip(is_clip)
     m = _bool_mask(mask)
     work = _work_dtype(logp.dtype, behaviour_logp.dtype)
     step = _zero_invalid(logp.detach().to(work) - behaviour_logp.detach().to(work), m)
@@ -734,6 +805,19 @@ def prefix_log_weights(
     if is_clip is not None:
         log_w = log_w.clamp(max=math.log(is_clip))
     return _cast(_zero_invalid(log_w, m), logp.dtype)
+
+
+def _is_clip(value: object) -> float | None:
+    """``is_clip`` validated as :class:`KLConfig` validates its field: None or a finite
+    float > 0 (a NaN would make every weight NaN, silently)."""
+    if value is None:
+        return None
+    number = _real(value)
+    if number is None or number <= 0:
+        raise ValueError(
+            f"prefix_log_weights: is_clip={value!r} is not valid; use None or a finite float > 0"
+        )
+    return number
 
 
 def importance_weighted_penalty(

@@ -57,23 +57,51 @@ CONFIGS = {
 
 # ----------------------------------------------------------------------------- mask dtypes
 @pytest.mark.parametrize("call", sorted(CALLS))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8])
-def test_a_non_bool_mask_counts_every_nonzero_entry(call: str, dtype: torch.dtype) -> None:
-    """Any nonzero mask entry is a valid token (-1, 2.5 and NaN included; -0.0 is not): the
-    results equal those of the bool mask ``mask != 0``, bit for bit."""
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.uint8]
+)
+def test_a_zero_one_mask_of_any_dtype_gives_the_bool_masks_bits(
+    call: str, dtype: torch.dtype
+) -> None:
+    """A non-bool mask holding only 0 and 1 (-0.0 counts as 0) gives every core function the
+    bits of the bool mask ``mask != 0``."""
     logp, ref, bool_mask = _batch(torch.float32)
-    codes = torch.tensor([[1, 2, 0, -1, 3], [1, 1, 1, 0, 0], [5, 0, 0, 0, 0]])
-    mask = codes.to(dtype)
+    mask = bool_mask.to(dtype)
     if dtype.is_floating_point:
-        mask[0, 1], mask[0, 2], mask[0, 4] = 2.5, -0.0, float("nan")
-    if dtype == torch.uint8:
-        mask[0, 3] = 255  # (-1 wraps around: still nonzero)
-    expected_valid = mask != 0
-    assert expected_valid.tolist() == [[True] * 2 + [False] + [True] * 2, *bool_mask[1:].tolist()]
+        mask[0, 2] = -0.0
     cfg = CONFIGS["k3"]
     got = CALLS[call](logp, ref, mask, cfg)
-    want = CALLS[call](logp, ref, expected_valid, cfg)
+    want = CALLS[call](logp, ref, mask != 0, cfg)
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        (torch.float32, 0.5),
+        (torch.float32, 2.0),
+        (torch.float32, float("nan")),
+        (torch.float32, -1.0),
+        (torch.float32, 1e-30),  # counted as a valid token by the bool cast
+        (torch.bfloat16, 0.5),
+        (torch.float64, 1 - 2**-53),  # float64 masks: compared exactly
+        (torch.int64, 2),
+        (torch.int64, -1),
+        (torch.uint8, 255),
+    ],
+)
+def test_a_mask_holding_other_values_is_refused_naming_the_first(
+    call: str, dtype: torch.dtype, value: float
+) -> None:
+    """Before: any nonzero entry (0.5, 2, -1, NaN) counted as a valid token, silently; the rule
+    is a bool mask or one of 0 and 1 only (a weight belongs in the loss, not in the mask)."""
+    logp, ref, bool_mask = _batch(torch.float32)
+    mask = bool_mask.to(dtype)
+    mask[1, 1] = value
+    with pytest.raises(ValueError, match=r"mask holds .* at row 1, column 1") as err:
+        CALLS[call](logp, ref, mask, CONFIGS["k3"])
+    assert "only 0 (padding) and 1" in str(err.value) and "\n" not in str(err.value)
 
 
 # ----------------------------------------------------------------------------- finiteness

@@ -23,24 +23,51 @@ attribute) and a factory that builds the replacement from the original; the regi
 
 :meth:`PatchRegistry.applied` checks the live objects, so a patch undone behind the registry's
 back is reported, never assumed.
+
+Thread safety: one process-wide re-entrant lock (:data:`LOCK`) serialises every registry
+operation, every adapter's ``apply``/``revert``/``applied`` (:func:`serialized`) and every run of
+the behaviour canaries (:func:`kl_patches.adapters.support.run_canaries`), so two threads (two
+ranks started as threads, a test runner's workers) applying at once patch once and leave every
+original exactly restorable; without it, one thread's canary could save another's temporary
+stand-in as "the original" and restore it for good.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 MARK = "__kl_patches__"
 """Attribute set on every replacement: the name of the library whose adapter made it."""
 
 _MISSING = object()
+
+LOCK = threading.RLock()
+"""The one lock of every patch operation and canary run in the process (re-entrant: ``apply``
+holds it while its registry and canaries take it again)."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def serialized(function: _F) -> _F:
+    """``function`` run while holding :data:`LOCK` (for the adapters' ``apply``, ``revert``,
+    ``applied``)."""
+
+    @functools.wraps(function)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with LOCK:
+            return function(*args, **kwargs)
+
+    return locked  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -217,6 +244,7 @@ class PatchRegistry:
         warning when ``force``) when it matches none of the recorded ``signatures``."""
         return self.check_signatures({target: signatures}, force=force)[target]
 
+    @serialized
     def check_signatures(
         self, expected: Mapping[Target, Collection[str]], *, force: bool = False
     ) -> dict[Target, str]:
@@ -240,6 +268,7 @@ class PatchRegistry:
             warnings.warn(message, stacklevel=3)
         return found
 
+    @serialized
     def patch(
         self,
         target: Target,
@@ -308,6 +337,7 @@ class PatchRegistry:
         """id(original) -> replacement, for the targets that propagate."""
         return {id(self._originals[t]): r for t, r in self._replacements.items() if t.propagate}
 
+    @serialized
     def propagate(self) -> list[str]:
         """Replace the originals of propagating targets in every loaded module holding them."""
         by_original = self._propagated()
@@ -333,6 +363,7 @@ class PatchRegistry:
         """Target -> original, for every patched target."""
         return dict(self._originals)
 
+    @serialized
     def slots(self) -> dict[str, Any]:
         """``module.attr`` -> the object now there, for every slot the registry wrote."""
         out = {}
@@ -342,6 +373,7 @@ class PatchRegistry:
             out[f"{label}:{attr}"] = vars(holder).get(attr)
         return out
 
+    @serialized
     def applied(self) -> list[str]:
         """Names of the patched targets, checked on the live objects.
 
@@ -357,11 +389,13 @@ class PatchRegistry:
             out.append(target.name)
         return out
 
+    @serialized
     def stale(self) -> list[str]:
         """``module.attr`` of loaded modules that still hold an original of a propagating target."""
         originals = {id(self._originals[t]) for t in self._replacements if t.propagate}
         return sorted(f"{m.__name__}.{a}" for m, a, v in self._module_attrs() if id(v) in originals)
 
+    @serialized
     def revert(self) -> list[str]:
         """Restore every slot exactly; returns the names of the targets that were patched."""
         names = [t.name for t in self._replacements]

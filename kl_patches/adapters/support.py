@@ -87,8 +87,13 @@ class Canary:
 
 
 def run_canaries(canaries: Iterable[Canary]) -> list[str]:
-    """The failures of ``canaries`` (empty when all pass), one line each."""
-    return [failure for canary in canaries if (failure := canary.run()) is not None]
+    """The failures of ``canaries`` (empty when all pass), one line each; run while holding the
+    patch lock (:data:`kl_patches.adapters.patching.LOCK`), so no two threads probe the
+    library at once."""
+    from kl_patches.adapters.patching import LOCK
+
+    with LOCK:
+        return [failure for canary in canaries if (failure := canary.run()) is not None]
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ VERSION_NEWEST_DIFFERS = "version_newest_differs"
 release (nothing installed)."""
 LAUNCH_UNREADABLE = "launch_unreadable"
 """One launch of a file with several could not be read (the others are reported)."""
+VERSION_PIN_CONFLICT = "version_pin_conflict"
+"""Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
 
 CODES = (
     KL_OFF,
@@ -78,6 +80,7 @@ CODES = (
     VERSION_INSTALLED_DIFFERS,
     VERSION_NEWEST_DIFFERS,
     LAUNCH_UNREADABLE,
+    VERSION_PIN_CONFLICT,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -225,15 +228,20 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "audit",
             )
         )
-    relevant = [(k, v) for k, v in inp.unknown_items if _relevant(k, reading)]
+    relevant = [(k, v) for k, v in inp.unknown_items if not k or _relevant(k, reading)]
     if relevant:
         out.append(
             AuditFinding(
                 UNKNOWN_VALUE,
                 "warning",
-                "; ".join(f"{k} comes from {v}" for k, v in relevant)
-                + ": the audit never runs command substitutions, so these are read at the "
-                "library's defaults.",
+                "; ".join(
+                    f"{k} comes from {v}"
+                    if k
+                    else f"an argument (any option, KL ones too) comes from {v}"
+                    for k, v in relevant
+                )
+                + ": the audit never runs commands nor reads their input, so these are read at "
+                "the library's defaults.",
                 "write the value in the script, or pass it with --var",
                 "audit",
             )

@@ -34,7 +34,7 @@ from kl_patches.adapters.base import AdapterDescriptor, LaunchPayload
 from kl_patches.adapters.files import (
     NotALaunchError,
     load_mapping_text,
-    read_text,
+    read_file,
     try_read_text,
     yaml_module,
 )
@@ -180,7 +180,9 @@ def _drop_unknown(
     cmd: Command, start: int
 ) -> tuple[list[str], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """The launch's argv from ``start`` without the options whose value is unknown (command
-    substitutions), with (key, text) of those and (key, variables) of empty-by-unset ones."""
+    substitutions, input the script reads), with (key, text) of those (key ``""`` for a whole
+    argument of unknown value: it may be any option) and (key, variables) of empty-by-unset
+    ones."""
     argv = cmd.words[start:]
     unknown = {i - start: v for i, v in cmd.unknown.items() if i >= start}
     unset = {i - start: v for i, v in cmd.unset_in.items() if i >= start}
@@ -189,8 +191,10 @@ def _drop_unknown(
     drop: set[int] = set()
     lost: list[tuple[str, str]] = []
     empty: list[tuple[str, str]] = []
+    covered: set[int] = set()
     for key, a, b in argv_items(argv):
         idx = range(a, b)
+        covered.update(idx)
         texts = [t for k in idx for t in unknown.get(k, [])]
         if texts:
             drop.update(idx)
@@ -198,6 +202,10 @@ def _drop_unknown(
         names = [n for k in idx for n in unset.get(k, [])]
         if names and not texts:
             empty.append((key, ", ".join("$" + n for n in dict.fromkeys(names))))
+    for k, texts in sorted(unknown.items()):  # a whole argument of unknown value
+        if k not in covered:
+            drop.add(k)
+            lost.append(("", " ".join(dict.fromkeys(texts))))
     kept = [t for k, t in enumerate(argv) if k not in drop]
     return kept, tuple(lost), tuple(empty)
 
@@ -864,27 +872,49 @@ def inputs_from_file(
     version: str | None = None,
 ) -> list[AuditInput]:
     """Every launch in a file: shell script, Python script, YAML/JSON config or cluster job
-    file, or overrides/flags file. ``version`` is reserved for version-aware reading."""
+    file, or overrides/flags file. ``version`` is reserved for version-aware reading. The file
+    is read through the guarded reader (:func:`kl_patches.adapters.files.read_file`); bytes
+    that are not UTF-8 are a note on every launch found."""
     _check_library(library)
     p = Path(path)
-    suffix = p.suffix.lower()
-    text = read_text(p)
+    found = read_file(p)
+    inputs = inputs_from_source(found.text, str(p), p, library, variables, version)
+    if found.note:
+        inputs = [dataclasses.replace(i, notes=(*i.notes, found.note)) for i in inputs]
+    return inputs
+
+
+def inputs_from_source(
+    text: str,
+    origin: str,
+    path: Path | None,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    version: str | None = None,
+) -> list[AuditInput]:
+    """Every launch in ``text`` (a file's, or standard input's when ``path`` is None: then its
+    kind is told from its content alone and relative paths are read from the working
+    directory)."""
+    _check_library(library)
+    p = path if path is not None else Path.cwd() / origin
+    suffix = p.suffix.lower() if path is not None else ""
     first = text.split("\n", 1)[0]
     if suffix in PYTHON_SUFFIXES or (first.startswith("#!") and "python" in first):
-        return inputs_from_python(text, str(p), library, version)
+        return inputs_from_python(text, origin, library, version)
     if suffix in YAML_SUFFIXES:
-        data = load_mapping_text(text, str(p), suffix == ".json")
-        return inputs_from_mapping(data, library, str(p), p, version, variables)
+        data = load_mapping_text(text, origin, suffix == ".json")
+        return inputs_from_mapping(data, library, origin, p, version, variables)
     if suffix not in SHELL_SUFFIXES and not text.startswith("#!"):
         if _looks_like_python(text):
-            return inputs_from_python(text, str(p), library, version)
+            return inputs_from_python(text, origin, library, version)
         mapping: dict[str, Any] | None = None
         try:
             yaml_module()
-            mapping = load_mapping_text(text, str(p))
+            mapping = load_mapping_text(text, origin)
         except InputError:  # no pyyaml, or not a YAML mapping: a script or an overrides list
             mapping = None
         if mapping and not any(isinstance(k, str) and "=" in k for k in mapping):
-            return inputs_from_mapping(mapping, library, str(p), p, version, variables)
+            return inputs_from_mapping(mapping, library, origin, p, version, variables)
     kind = "shell" if suffix in SHELL_SUFFIXES or text.startswith("#!") else "overrides"
-    return inputs_from_text(text, str(p), library, variables, p.parent, kind, version, p)
+    script = p if path is not None else None
+    return inputs_from_text(text, origin, library, variables, p.parent, kind, version, script)

@@ -23,6 +23,7 @@ What cannot be resolved (``**kwargs`` built elsewhere, a value computed at run t
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,13 @@ __all__ = ["PyLaunch", "PyScript", "read_python"]
 
 MAX_STEPS = 200_000
 """Syntax-tree nodes the reader visits at most (a bound for hostile files)."""
+MAX_SOURCE_CHARS = 512 * 1024
+"""Largest Python source read (parsing costs about 500 bytes of memory per character in the
+worst case; training scripts are far smaller)."""
+MAX_INT_BITS = 1024
+"""Largest integer the evaluator computes or keeps (float's range): a bigger literal or
+result, such as ``A = 10**64`` squared forty times, is an unknown value, never computed (no
+library could use it as a number)."""
 
 
 class _Unknown:
@@ -322,6 +330,8 @@ class _Reader:
     def expr(self, node: ast.expr, env: dict[str, Any]) -> Any:
         self._tick()
         if isinstance(node, ast.Constant):
+            if _bits(node.value) > MAX_INT_BITS:
+                return _Unknown(f"an integer literal of more than {MAX_INT_BITS} bits")
             return node.value
         if isinstance(node, ast.Name):
             if node.id in env:
@@ -435,26 +445,34 @@ class _Reader:
             return _Unknown(what)
         if isinstance(a, bool) or isinstance(b, bool):
             return _Unknown(what)
+        if _bits(a) + _bits(b) > MAX_INT_BITS and not isinstance(
+            node.op, (ast.Add, ast.Sub, ast.FloorDiv, ast.Mod, ast.Div)
+        ):
+            return _Unknown(f"{what} (an integer of more than {MAX_INT_BITS} bits)")
         try:
             if isinstance(node.op, ast.Add):
-                return a + b
-            if isinstance(node.op, ast.Sub):
-                return a - b
-            if isinstance(node.op, ast.Mult):
-                return a * b
-            if isinstance(node.op, ast.Div):
-                return a / b
-            if isinstance(node.op, ast.FloorDiv):
-                return a // b
-            if isinstance(node.op, ast.Mod):
-                return a % b
-            if isinstance(node.op, ast.Pow):
+                out: Any = a + b
+            elif isinstance(node.op, ast.Sub):
+                out = a - b
+            elif isinstance(node.op, ast.Mult):
+                out = a * b
+            elif isinstance(node.op, ast.Div):
+                out = a / b
+            elif isinstance(node.op, ast.FloorDiv):
+                out = a // b
+            elif isinstance(node.op, ast.Mod):
+                out = a % b
+            elif isinstance(node.op, ast.Pow):
                 if abs(b) > 64 or abs(a) > 1e6:
                     return _Unknown(what)
-                return a**b
+                out = a**b
+            else:
+                return _Unknown(what)
         except (ZeroDivisionError, OverflowError, ValueError):
             return _Unknown(what)
-        return _Unknown(what)
+        if _bits(out) > MAX_INT_BITS:
+            return _Unknown(f"{what} (an integer of more than {MAX_INT_BITS} bits)")
+        return out
 
     def _compare(self, node: ast.Compare, env: dict[str, Any]) -> Any:
         left = self.expr(node.left, env)
@@ -659,6 +677,11 @@ class _Reader:
         return any(name == alias for alias in self.kl_imports)
 
 
+def _bits(value: Any) -> int:
+    """Bits of an int's magnitude (0 for anything else)."""
+    return abs(value).bit_length() if isinstance(value, int) else 0
+
+
 def _dotted(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -672,12 +695,24 @@ def _dotted(node: ast.expr) -> str:
 def read_python(text: str, origin: str) -> PyScript:
     """What a Python script builds, read from its syntax tree (never imported or run).
 
-    InputError for text that is not Python, or nested too deeply to parse."""
+    InputError for text that is not Python, larger than :data:`MAX_SOURCE_CHARS`, or nested
+    too deeply to parse."""
+    if len(text) > MAX_SOURCE_CHARS:
+        raise InputError(
+            f"{origin}: {len(text)} characters of Python, over the reader's limit of "
+            f"{MAX_SOURCE_CHARS} (training scripts are far smaller; is it the right file?)"
+        )
     try:
         tree = ast.parse(text, filename=origin)
     except SyntaxError as err:
         if "too many nested" in str(err) or "too complex" in str(err):
             raise InputError(f"{origin}: Python nested too deeply to read ({err.msg})") from err
+        if "integer string conversion" in str(err) or "Exceeds the limit" in str(err):
+            raise InputError(
+                f"{origin}: line {err.lineno}: an integer literal longer than Python compiles "
+                f"({getattr(sys, 'get_int_max_str_digits', lambda: 4300)()} digits), so the "
+                "script cannot run"
+            ) from err
         raise InputError(f"{origin}: not valid Python (line {err.lineno}: {err.msg})") from err
     except (RecursionError, MemoryError) as err:
         raise InputError(f"{origin}: Python nested too deeply to read") from err

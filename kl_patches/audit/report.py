@@ -231,7 +231,7 @@ _SOURCE_TEXT = {
     "pin": "pinned",
     "vendored": "a vendored copy",
     "installed": "the installed package",
-    "newest": "nothing pins it: the newest tested release",
+    "newest": "no usable pin, vendored copy or installed package: the newest tested release",
 }
 
 

@@ -40,6 +40,7 @@ from kl_patches.audit.findings import (
     LAUNCH_UNREADABLE,
     VERSION_INSTALLED_DIFFERS,
     VERSION_NEWEST_DIFFERS,
+    VERSION_PIN_CONFLICT,
     VERSION_RANGE_DIFFERS,
     audit_findings,
     input_findings,
@@ -48,7 +49,12 @@ from kl_patches.audit.findings import (
     switch_fix,
 )
 from kl_patches.audit.ignored import ignored_keys
-from kl_patches.audit.inputs import inputs_from_argv, inputs_from_file, inputs_from_mapping
+from kl_patches.audit.inputs import (
+    inputs_from_argv,
+    inputs_from_file,
+    inputs_from_mapping,
+    inputs_from_source,
+)
 from kl_patches.audit.model import AuditEntry, AuditError, AuditFinding, AuditInput, InputError
 from kl_patches.audit.verdicts import describe_reading, verdict_of
 from kl_patches.audit.versions import VersionChoice, choose, parse_given
@@ -70,6 +76,11 @@ def _read(inp: AuditInput) -> NativeReading:
         return d.read(inp.payload, **inp.context)
     except RecursionError as err:
         raise AuditError(f"{inp.origin}: the input is nested too deeply to read") from err
+    except OverflowError as err:
+        raise AuditError(
+            f"{inp.origin}: the {inp.library} reader cannot read it: a number in it is too "
+            f"large for a float ({err})"
+        ) from err
     except (ValueError, KeyError, TypeError) as err:
         msg = str(err).strip("'\"")
         hint = ""
@@ -298,6 +309,18 @@ def audit_input(
     notes = list(inp.notes)
     notes += list(choice.notes)
     extra = list(input_findings(inp, reading))
+    if choice.conflict:
+        extra.append(
+            AuditFinding(
+                VERSION_PIN_CONFLICT,
+                "warning",
+                f"{choice.conflict}; the launch is read as {inp.library} {choice.version} "
+                f"({choice.where}).",
+                f"keep one pin on {inp.library}, or audit with --library-version "
+                f"{inp.library}=<the release you run>",
+                "audit",
+            )
+        )
     if inp.kl_config is None:
         extra += version_findings(inp, choice, reading)
     if inp.kl_config is not None:
@@ -357,6 +380,29 @@ def audit(
         ) from err
 
 
+def audit_text(
+    text: str,
+    origin: str = "<stdin>",
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    version: str | list[str] | tuple[str, ...] | dict[str, str] | None = None,
+) -> list[AuditEntry]:
+    """Audit text that has no file (standard input: ``kl-patches audit -``), as
+    :func:`audit` audits a file: its kind is told from its content, relative paths and the
+    version pins are looked up from the working directory."""
+    try:
+        given = parse_given(version)
+        inputs = [
+            dataclasses.replace(inp, path=str(Path.cwd() / origin))
+            for inp in inputs_from_source(text, origin, None, library, variables)
+        ]
+    except (InputError, ValueError) as err:
+        raise AuditError(str(err)) from err
+    except RecursionError as err:
+        raise AuditError(f"{origin}: nested too deeply to read") from err
+    return _audit_inputs(inputs, given)
+
+
 def _audit(
     source: Any, library: str | None, variables: dict[str, str] | None, given: dict[str, str]
 ) -> list[AuditEntry]:
@@ -395,6 +441,10 @@ def _audit(
         raise AuditError(str(err)) from err
     except ValueError as err:
         raise AuditError(str(err)) from err
+    return _audit_inputs(inputs, given)
+
+
+def _audit_inputs(inputs: list[AuditInput], given: dict[str, str]) -> list[AuditEntry]:
     entries: list[AuditEntry] = []
     failed: list[tuple[AuditInput, str]] = []
     for inp in inputs:
@@ -407,6 +457,10 @@ def _audit(
             if len(inputs) == 1:
                 raise
             failed.append((inp, str(err)))
+        except RecursionError as err:
+            if len(inputs) == 1:
+                raise AuditError(f"{inp.origin}: nested too deeply to read") from err
+            failed.append((inp, f"{inp.origin}: nested too deeply to read"))
     if not entries and failed:
         raise AuditError(failed[0][1])
     return entries + [unreadable_entry(inp, why) for inp, why in failed]

@@ -235,9 +235,91 @@ class ShellScript:
     """The parse error that stopped the reading (bash stops there too); empty when none."""
 
 
+# ============================================================================ printf
+_PRINTF_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "r": "\r",
+    "v": "\v",
+    "e": "\x1b",
+    "E": "\x1b",
+}
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d*))?([sbdiouxXcfeEgG%])")
+
+
+def _printf_escapes(text: str) -> str:
+    """Backslash escapes of a printf format (or a ``%b`` argument)."""
+
+    def one(m: re.Match[str]) -> str:
+        body = m.group(1)
+        if body in _PRINTF_ESCAPES:
+            return _PRINTF_ESCAPES[body]
+        if body.startswith("x"):
+            return chr(int(body[1:], 16))
+        if body[0] in "01234567":
+            return chr(int(body, 8) & 0xFF)
+        return "\\" + body
+
+    return re.sub(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", one, text, flags=re.S)
+
+
+def printf(fmt: str, args: list[str]) -> str | None:
+    """What bash's ``printf FMT ARGS...`` prints, None when the format has a conversion this
+    reader does not model (``%q``, ``%(...)T``) or a numeric one given a non-number. The
+    format is reused while arguments remain, as bash does."""
+    out: list[str] = []
+    rest = list(args)
+    for _ in range(LIMITS["brace"]):
+        used = 0
+        pos = 0
+        for m in _PRINTF_SPEC.finditer(fmt):
+            out.append(_printf_escapes(fmt[pos : m.start()]))
+            pos = m.end()
+            flags, width, precision, conv = m.groups()
+            if conv == "%":
+                out.append("%")
+                continue
+            value = rest.pop(0) if rest else None
+            used += value is not None
+            spec = "%" + flags + width + ("." + precision if precision is not None else "")
+            if conv in "sb":
+                text = "" if value is None else value
+                out.append((spec + "s") % (_printf_escapes(text) if conv == "b" else text))
+            elif conv == "c":
+                out.append((spec + "s") % (value or "")[:1])
+            else:
+                number = (value or "0").strip()
+                try:
+                    num: float = (
+                        float(number) if conv in "feEgG" else _wrap(_number(number.lstrip("+")))
+                    )
+                except (ValueError, _ArithError):
+                    return None
+                out.append((spec + ("d" if conv in "iu" else conv)) % num)
+        if "%" in fmt[pos:] and re.search(r"%[^%]", fmt[pos:]):
+            return None  # a conversion not modelled (%q, %(fmt)T, ...)
+        out.append(_printf_escapes(fmt[pos:]))
+        if not rest or not used:
+            return "".join(out)
+        if sum(len(o) for o in out) > LIMITS["string"]:
+            raise ShellLimitError(f"printf output grows beyond {LIMITS['string']} characters")
+    return None
+
+
 # ============================================================================ arithmetic
 class _ArithError(ValueError):
     pass
+
+
+class _ArithAbort(Exception):
+    """An arithmetic expansion bash refuses (``$((1/0))``): bash abandons the command it is in
+    and everything up to the end of the top-level command."""
 
 
 def _wrap(v: int) -> int:
@@ -275,24 +357,36 @@ _BINARY = {
 
 
 def _number(text: str) -> int:
+    """A numeric constant as bash reads it: digit by digit, wrapping at 64 bits (a number of
+    any length is instant, and never meets Python's int-string limit)."""
     if text.lower().startswith("0x"):
-        return int(text, 16)
+        return int(text, 16) & _M64
     if "#" in text:
         base_s, digits = text.split("#", 1)
-        base = int(base_s)
+        base = int(base_s[-4:]) if len(base_s) < 5 else 65
         if not 2 <= base <= 64:
-            raise _ArithError(f"invalid arithmetic base {base}")
+            raise _ArithError(f"invalid arithmetic base {_short(base_s)}")
         alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ@_"
         value = 0
         for ch in digits:
             d = alphabet.index(ch) if base > 36 else alphabet.index(ch.lower())
             if d >= base:
                 raise _ArithError(f"digit {ch!r} out of range for base {base}")
-            value = value * base + d
+            value = (value * base + d) & _M64
         return value
     if len(text) > 1 and text.startswith("0"):
-        return int(text, 8)
-    return int(text)
+        return int(text, 8) & _M64
+    value = 0
+    for k in range(0, len(text), 1000):
+        chunk = text[k : k + 1000]
+        value = (value * 10 ** len(chunk) + int(chunk)) & _M64
+    return value
+
+
+def _short(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters (with ``...``) for a note."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _binop(op: str, a: int, b: int) -> int:
@@ -483,7 +577,7 @@ class _Arith:
             try:
                 return _wrap(_number(text))
             except ValueError as err:
-                raise _ArithError(f"value too great for base ({text})") from err
+                raise _ArithError(f"value too great for base ({_short(text)})") from err
         if kind == "name":
             if self.peek() in (("op", "++"), ("op", "--")):
                 op = self.take()[1]
@@ -1411,6 +1505,7 @@ class _World:
         self.labels: tuple[tuple[int, str], ...] = ()
         self.loop: tuple[str, ...] = ()
         self.done = False
+        self.aborted = False
         self.returning = False
         self.breaking = 0
         self.continuing = 0
@@ -1421,6 +1516,10 @@ class _World:
         self.calls: tuple[str, ...] = ()
         self.via: tuple[str, ...] = ()
         self.line_offset = 0
+        self.refs: dict[str, str] = {}
+        """Namerefs (``declare -n NAME=TARGET``): NAME -> TARGET."""
+        self.ref_frames: list[dict[str, str | None]] = []
+        """Per function call: the namerefs ``local -n`` shadowed (None: none before)."""
 
     def copy(self) -> _World:
         w = _World()
@@ -1437,6 +1536,7 @@ class _World:
         w.labels = self.labels
         w.loop = self.loop
         w.done = self.done
+        w.aborted = self.aborted
         w.returning = self.returning
         w.breaking = self.breaking
         w.continuing = self.continuing
@@ -1447,16 +1547,36 @@ class _World:
         w.calls = self.calls
         w.via = self.via
         w.line_offset = self.line_offset
+        w.refs = dict(self.refs)
+        w.ref_frames = [dict(x) for x in self.ref_frames]
         return w
 
     @property
     def stopped(self) -> bool:
-        return self.done or self.returning or bool(self.breaking) or bool(self.continuing)
+        return (
+            self.done
+            or self.aborted
+            or self.returning
+            or bool(self.breaking)
+            or bool(self.continuing)
+        )
+
+    def deref(self, name: str) -> str:
+        """The variable ``name`` stands for: its nameref target (followed, at most 8 hops, as
+        far as the target is a plain name), else ``name`` itself."""
+        for _ in range(8):
+            target = self.refs.get(name)
+            if target is None or not _NAME.fullmatch(target):
+                return name
+            name = target
+        return name
 
     def is_set(self, name: str) -> bool:
+        name = self.deref(name) if self.refs else name
         return name in self.vars or name in self.arrays or name in self.assoc
 
     def get(self, name: str) -> str | None:
+        name = self.deref(name) if self.refs else name
         if name in self.vars:
             return self.vars[name]
         if name in self.arrays:
@@ -1466,6 +1586,7 @@ class _World:
         return None
 
     def set(self, name: str, value: str, taint: _Taint | None = None) -> None:
+        name = self.deref(name) if self.refs else name
         if len(value) > LIMITS["string"]:
             raise ShellLimitError(
                 f"the value of ${name} grows beyond {LIMITS['string']} characters"
@@ -1482,6 +1603,7 @@ class _World:
             self.taint.pop(name, None)
 
     def unset(self, name: str) -> None:
+        name = self.deref(name) if self.refs else name
         self.vars.pop(name, None)
         self.arrays.pop(name, None)
         self.assoc.pop(name, None)
@@ -1517,10 +1639,17 @@ class _Interp:
         self.outcomes: dict[int, int] = {}
         self.call_depth = 0
         self.initial = dict(variables)
+        self.at = 0
+        """Line of the node being interpreted (for notes raised inside expansions)."""
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    @staticmethod
+    def _where(w: _World, line: int) -> str:
+        """``line N`` in the script, ``FILE:N`` in a followed file."""
+        return f"{w.file}:{line}" if w.file else f"line {line}"
 
     def _step(self, line: int) -> None:
         self.steps += 1
@@ -1557,7 +1686,21 @@ class _Interp:
         """Interpret ``node`` in ``w``: the resulting worlds and their exit statuses.
 
         A status is 0 (true), 1 (false), ``"test"`` (an undecidable test) or ``"ext"`` (an
-        external command: unknown, assumed to succeed outside conditions)."""
+        external command: unknown, assumed to succeed outside conditions). An arithmetic
+        expansion bash refuses abandons the rest of the top-level command, as bash does."""
+        line = node.line + w.line_offset
+        self.at = line
+        try:
+            return self._run_node(node, w)
+        except _ArithAbort as err:
+            self.note(
+                f"{self._where(w, line)}: arithmetic expansion {err} fails in bash, which "
+                "abandons this command and the rest of the top-level command it is in"
+            )
+            w.aborted = True
+            return [w], [1]
+
+    def _run_node(self, node: _Node, w: _World) -> tuple[list[_World], list[Any]]:
         if self.call_depth > LIMITS["call_depth"]:
             raise ShellLimitError(
                 f"line {node.line}: calls nested too deeply (more than "
@@ -1906,7 +2049,10 @@ class _Interp:
         return out, [0] * len(out)
 
     # ---------------------------------------------------------------- conditions
-    def _arith_value(self, expr: str, w: _World, line: int) -> int | None:
+    def _arith_value(self, expr: str, w: _World, line: int, expansion: bool = False) -> int | None:
+        """The value of arithmetic ``expr`` (None when unknown); an error bash reports is a
+        note, or with ``expansion`` (``$((...))``) an :class:`_ArithAbort`."""
+        line = line or self.at
         text, taint = self._expand_string(expr, w, in_arith=True)
         if taint.unknown:
             return None
@@ -1932,7 +2078,12 @@ class _Interp:
             value = _Arith(text, get, put).run()
         except _ArithError as err:
             if str(err) != "unknown":
-                self.note(f"line {line}: arithmetic $(({expr.strip()})) fails in bash ({err})")
+                if expansion:
+                    raise _ArithAbort(f"$(({_short(expr.strip())})): {err}") from err
+                self.note(
+                    f"{self._where(w, line)}: arithmetic {_short(expr.strip())} fails in bash "
+                    f"({err})"
+                )
             return None
         if names and any(n not in self.initial for n in names):
             return value
@@ -2023,6 +2174,8 @@ class _Interp:
                 m = _ASSIGN.match(a)
                 assert m is not None
                 prefix[m.group(1)] = self._expand_string(m.group(4), w)[0]
+        if name == "printf" and len(words) > 1 and words[1].text.startswith("-v"):
+            return self._printf_v(words, node, w)
         if name in w.funcs and not getattr(words[0], "array", None):
             return self._call(
                 w.funcs[name], [f.text for f in words[1:]], w, node.line + w.line_offset, name
@@ -2060,9 +2213,11 @@ class _Interp:
             if f.taint.unknown:
                 cmd.unknown[i] = list(f.taint.unknown)
                 for u in f.taint.unknown:
-                    self._note_cmd(
-                        cmd, f"command substitution {u} is not run; its value is unknown"
-                    )
+                    if u.startswith(("$(", "`", "<(")):
+                        text = f"command substitution {u} is not run; its value is unknown"
+                    else:
+                        text = f"{u}: its value is unknown to the audit"
+                    self._note_cmd(cmd, text)
             if f.taint.unset:
                 cmd.unset_in[i] = list(f.taint.unset)
                 for u in f.taint.unset:
@@ -2097,12 +2252,57 @@ class _Interp:
         self.emitted.append((cmd, w.labels))
         return cmd
 
+    def _printf_v(
+        self, words: list[_Field], node: _Simple, w: _World
+    ) -> tuple[list[_World], list[Any]]:
+        """``printf -v VAR FORMAT ARGS...``: VAR gets the formatted text (unknown when a word
+        is, or when the format has a conversion the reader does not model)."""
+        rest = list(words[1:])
+        flag = rest.pop(0).text
+        if flag == "-v":
+            if not rest:
+                return [w], [2]
+            target = rest.pop(0).text
+        else:
+            target = flag[2:]
+        if rest and rest[0].text == "--":
+            rest.pop(0)
+        if not rest or not re.fullmatch(r"[A-Za-z_]\w*(\[[^\]]*\])?", target):
+            return [w], [2]  # bash: usage error (or an invalid name), nothing is set
+        taint = _Taint()
+        for f in rest:
+            taint.add(f.taint)
+        value = None if taint.unknown else printf(rest[0].text, [f.text for f in rest[1:]])
+        if value is None:
+            text = " ".join(f.text for f in words)
+            label = f"printf -v {target} ... ({_short(text)})"
+            taint = _Taint(unknown=[*taint.unknown, label] if taint.unknown else [label])
+            value = text
+        base, _, sub = target.partition("[")
+        if sub:
+            key = sub[:-1]
+            if base in w.assoc:
+                w.assoc[base][self._expand_string(key, w)[0]] = value
+            else:
+                idx = self._arith_value(key, w, node.line + w.line_offset)
+                if idx is None:
+                    self.note(f"line {node.line}: printf -v {target}: index not decidable")
+                    return [w], [0]
+                w.arrays.setdefault(base, {})[idx] = value
+            if taint.undecidable:
+                w.taint[base] = taint
+            return [w], [0]
+        w.set(target, value, taint)
+        return [w], [0]
+
     @staticmethod
     def _note_cmd(cmd: Command, text: str) -> None:
         if text not in cmd.notes:
             cmd.notes.append(text)
 
     def _assign(self, item: Any, w: _World, line: int) -> Any:
+        if isinstance(item, _ArrayLit) and w.refs:
+            item = _ArrayLit(w.deref(item.name), item.append, item.elements, item.line)
         if isinstance(item, _ArrayLit):
             values: list[str] = []
             taint = _Taint()
@@ -2142,6 +2342,10 @@ class _Interp:
         assert m is not None
         name, sub, op, raw = m.group(1), m.group(2), m.group(3), m.group(4)
         value, taint = self._expand_string(raw, w, assignment=True)
+        if w.refs.get(name) == "" and sub is None:  # declare -n REF; REF=TARGET
+            w.refs[name] = value
+            return None
+        name = w.deref(name) if w.refs else name
         if sub is not None:
             key_raw = sub[1:-1]
             if name in w.assoc:
@@ -2185,6 +2389,9 @@ class _Interp:
                 if text.startswith(("-", "+")) and not _ASSIGN.match(text):
                     flags += text
                     continue
+                if "n" in flags.lstrip("+") and not flags.startswith("+"):
+                    self._nameref(name, text, f.taint, w, line)
+                    break
                 m = _ASSIGN.match(item) if _ASSIGN.match(item) else None
                 target = m.group(1) if m else text
                 if name == "local" and w.locals:
@@ -2204,6 +2411,27 @@ class _Interp:
                 break
         return [w], [0]
 
+    def _nameref(self, name: str, text: str, taint: _Taint, w: _World, line: int) -> None:
+        """``declare -n REF=TARGET`` (``local -n``, ``typeset -n``): REF stands for TARGET."""
+        ref, eq, target = text.partition("=")
+        if not _NAME.fullmatch(ref):
+            return
+        if name == "local" and w.locals and w.ref_frames:
+            w.ref_frames[-1].setdefault(ref, w.refs.get(ref))
+        if not eq:
+            w.refs.pop(ref, None)  # a nameref without a target yet: REF=NAME later sets it
+            w.refs[ref] = ""
+            return
+        if taint.unknown or not (_NAME.fullmatch(target) or re.fullmatch(r"\w+\[[^\]]*\]", target)):
+            self.note(
+                f"{self._where(w, line)}: nameref {ref} -> {_short(target)} cannot be followed; "
+                f"${ref} is unknown"
+            )
+            w.refs.pop(ref, None)
+            w.set(ref, text, _Taint(unknown=[f"${ref} (a nameref to {_short(target)})"]))
+            return
+        w.refs[ref] = target
+
     def _save_local(self, name: str, w: _World) -> None:
         frame = w.locals[-1]
         if name not in frame:
@@ -2217,12 +2445,19 @@ class _Interp:
         w.pos, w.pos_known = list(args), True
         w.calls = (*w.calls, f"{name}@{line}")
         w.locals.append({})
+        w.ref_frames.append({})
         self.call_depth += 1
         try:
             worlds, statuses = self.run(body, w)
         finally:
             self.call_depth -= 1
         for x in worlds:
+            refs = x.ref_frames.pop() if x.ref_frames else {}
+            for n, old_ref in refs.items():
+                if old_ref is None:
+                    x.refs.pop(n, None)
+                else:
+                    x.refs[n] = old_ref
             frame = x.locals.pop() if x.locals else {}
             for n, (old, taint) in frame.items():
                 if old is None:
@@ -2274,6 +2509,8 @@ class _Interp:
                     continue
                 if "-f" in args:
                     w.funcs.pop(a, None)
+                elif "-n" in args:
+                    w.refs.pop(a, None)
                 else:
                     w.unset(a)
             return [w], [0]
@@ -2413,46 +2650,126 @@ class _Interp:
             x.file, x.via, x.line_offset = saved
         return worlds, ["ext"] * len(worlds)
 
+    _READ_VALUED = frozenset(("-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"))
+    """``read`` options that take a value (``-a NAME`` names the array)."""
+    _MAPFILE_VALUED = frozenset(("-d", "-n", "-O", "-s", "-u", "-C", "-c"))
+    """``mapfile``/``readarray`` options that take a value (``-t`` takes none)."""
+
+    def _input_of(self, node: _Simple, w: _World) -> tuple[str | None, str]:
+        """The text a builtin reads on its standard input, when the script says it: a
+        here-document, a here-string, a process substitution of known output (``< <(echo
+        ...)``), or a file beside the script (as it is now); else (None, what it reads)."""
+        for r in node.redirs:
+            if r.fd not in ("", "0"):
+                continue
+            if r.heredoc is not None:
+                body = r.heredoc.body or ""
+                return (body if r.heredoc.quoted else self._expand_heredoc(body, w)), ""
+            if r.op == "<<<":
+                text, taint = self._expand_string(r.target, w)
+                return (
+                    (None, "a here-string of unknown value")
+                    if taint.unknown
+                    else (
+                        text + "\n",
+                        "",
+                    )
+                )
+            if r.op == "<" and r.target.startswith("<(") and r.target.endswith(")"):
+                value, taint = self.substitution(r.target[2:-1], w, r.target)
+                if value is None or taint.unknown:
+                    return None, f"the output of {_short(r.target)}, which is not run"
+                return value + "\n" if value else "", ""
+            if r.op == "<":
+                target, taint = self._expand_string(r.target, w)
+                path = None if taint.unknown else self.resolve(target, w)
+                found = self.read_file(path) if path else None
+                if found is None:
+                    return None, f"the file {_short(r.target)}, which the audit cannot read"
+                return found, ""
+        return None, "standard input"
+
     def _read(
         self, name: str, words: list[_Field], node: _Simple, w: _World
     ) -> tuple[list[_World], list[Any]]:
-        body: str | None = None
-        for r in node.redirs:
-            if r.heredoc is not None:
-                body = r.heredoc.body or ""
-                if not r.heredoc.quoted:
-                    body = self._expand_heredoc(body, w)
-            elif r.op == "<<<":
-                body = self._expand_string(r.target, w)[0] + "\n"
+        """``read`` and ``mapfile``/``readarray`` (its options as bash parses them): the
+        variables get the lines of a known input; otherwise their value is unknown (never
+        silently empty)."""
         args = [f.text for f in words[1:]]
-        targets = []
-        skip = False
-        for a in args:
-            if skip:
-                skip = False
-                continue
-            if a in ("-d", "-p", "-n", "-N", "-t", "-u", "-i", "-s", "-C", "-c", "-O"):
-                skip = a not in ("-s",)
-                continue
-            if a.startswith("-"):
+        array = name in ("mapfile", "readarray")
+        valued = self._MAPFILE_VALUED if array else self._READ_VALUED
+        options: dict[str, str] = {}
+        targets: list[str] = []
+        k = 0
+        while k < len(args):
+            a = args[k]
+            if a == "--":
+                targets += args[k + 1 :]
+                break
+            if a.startswith("-") and len(a) > 1 and not targets:
+                for j, c in enumerate(a[1:]):
+                    flag = "-" + c
+                    if flag in valued:
+                        value = a[j + 2 :] or (args[k + 1] if k + 1 < len(args) else "")
+                        if not a[j + 2 :]:
+                            k += 1
+                        options[flag] = value
+                        break
+                    options[flag] = ""
+                k += 1
                 continue
             targets.append(a)
+            k += 1
+        if "-a" in options:
+            targets = [options["-a"]]
         if not targets:
-            targets = ["REPLY" if name == "read" else "MAPFILE"]
+            targets = ["MAPFILE" if array else "REPLY"]
+        targets = [w.deref(t) if w.refs else t for t in targets]
+        body, source = self._input_of(node, w)
         if body is None:
+            label = f"`{_short(' '.join([name, *args]))}` reading {source}"
+            taint = _Taint(unknown=[label])
+            self.note(
+                f"{self._where(w, node.line + w.line_offset)}: {label}: the value of "
+                f"{', '.join('$' + t for t in targets)} is unknown to the audit"
+            )
             for t in targets:
-                w.set(t, "", _Taint(unknown=[f"{name} (standard input)"]))
+                if array or "-a" in options:
+                    w.arrays[t] = {0: f"${{{t}[@]}}"}
+                    w.vars.pop(t, None)
+                    w.taint[t] = taint
+                else:
+                    w.set(t, f"${t}", taint)
             return [w], ["ext"]
-        delim_all = "-d" in args
-        if name in ("mapfile", "readarray"):
-            w.arrays[targets[-1]] = dict(enumerate(body.splitlines()))
+        if array:
+            delim = options.get("-d", "\n")[:1] or "\0"
+            pieces = body.split(delim)
+            lines = [p + delim for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+            if "-t" in options:
+                lines = [x[:-1] if x.endswith(delim) else x for x in lines]
+            skip = int(options["-s"]) if options.get("-s", "").isdigit() else 0
+            count = int(options["-n"]) if options.get("-n", "").isdigit() else 0
+            lines = lines[skip:]
+            if count:
+                lines = lines[:count]
+            if len(lines) > LIMITS["array"]:
+                raise ShellLimitError(
+                    f"line {node.line}: {name} reads more than {LIMITS['array']} lines"
+                )
+            origin = int(options["-O"]) if options.get("-O", "").isdigit() else 0
+            old = w.arrays.get(targets[-1], {}) if "-O" in options else {}
+            w.arrays[targets[-1]] = {**old, **{origin + i: x for i, x in enumerate(lines)}}
+            w.vars.pop(targets[-1], None)
+            w.taint.pop(targets[-1], None)
             return [w], [0]
+        delim_all = "-d" in options
         text = body if delim_all else body.split("\n", 1)[0]
         text = text.strip("\n") if delim_all else text
-        if "-r" not in args:
+        if "-r" not in options:
             text = text.replace("\\\n", "")
-        if "-a" in args:
+        if "-a" in options:
             w.arrays[targets[-1]] = dict(enumerate(text.split()))
+            w.vars.pop(targets[-1], None)
             return [w], [0]
         parts = text.split(None, len(targets) - 1) if len(targets) > 1 else [text.strip()]
         for t, v in zip(targets, parts + [""] * len(targets), strict=False):
@@ -2657,8 +2974,10 @@ class _Interp:
             if head == "echo":
                 parts = [p for p in parts if p not in ("-n", "-e", "-E")] if parts else parts
                 return " ".join(parts), taint
-            if parts and parts[0] in ("%s", "%s\\n", "%s\n"):
-                return "".join(parts[1:]), taint
+            if parts and not parts[0].startswith("-") and not taint.unknown:
+                printed = printf(parts[0], parts[1:])
+                if printed is not None:
+                    return printed.rstrip("\n"), taint
             return None, _Taint()
         return None, _Taint()
 
@@ -2679,12 +2998,14 @@ def _state_key(w: _World) -> tuple[Any, ...]:
         w.cwd,
         w.loop,
         w.done,
+        w.aborted,
         w.returning,
         w.breaking,
         w.continuing,
         id(w.pending_cut),
         w.file,
         len(w.locals),
+        tuple(sorted(w.refs.items())),
     )
 
 
@@ -3169,7 +3490,7 @@ class _Expander:
             self.i = end + 1
             literal = s[start : self.i]
             inner = literal[3:-2]
-            value = self.interp._arith_value(inner, self.w, 0)
+            value = self.interp._arith_value(inner, self.w, 0, expansion=True)
             if value is None:
                 self._add(literal, _Taint(unknown=[literal]), quoted)
                 return
@@ -3222,6 +3543,7 @@ class _Expander:
 
     def _lookup(self, name: str) -> tuple[str, _Taint]:
         w = self.w
+        name = w.deref(name) if w.refs else name
         if w.is_set(name):
             return w.get(name) or "", w.taint.get(name, _Taint())
         if name == "PWD":  # bash sets it to the directory the script is started from
@@ -3299,7 +3621,7 @@ class _Expander:
         # ${#NAME}, ${#A[@]}
         m = re.fullmatch(r"#([A-Za-z_]\w*|[@*]|\d+)(\[([@*])\])?", inner)
         if m:
-            name = m.group(1)
+            name = w.deref(m.group(1)) if w.refs else m.group(1)
             if m.group(2):
                 if name in w.assoc:
                     n = len(w.assoc[name])
@@ -3316,7 +3638,10 @@ class _Expander:
         # ${!A[@]} keys, ${!NAME} indirection
         m = re.fullmatch(r"!([A-Za-z_]\w*)(\[([@*])\])?", inner)
         if m:
-            name = m.group(1)
+            if not m.group(2) and w.refs.get(m.group(1)):  # ${!REF}: the name it refers to
+                self._emit_value(w.refs[m.group(1)], _Taint(), quoted)
+                return
+            name = w.deref(m.group(1)) if w.refs else m.group(1)
             if m.group(2):
                 keys = (
                     list(w.assoc[name])
@@ -3339,6 +3664,7 @@ class _Expander:
             self._add(literal, _Taint(unknown=[literal]), quoted)
             return
         name, sub = m.group(1), m.group(3)
+        name = w.deref(name) if w.refs else name
         rest = inner[m.end() :]
         # whole-array forms
         if sub in ("@", "*") and not rest:
@@ -3487,6 +3813,7 @@ class _Expander:
 
     def _value_of(self, name: str, sub: str | None) -> tuple[str | None, _Taint]:
         w = self.w
+        name = w.deref(name) if w.refs else name
         taint = _Taint()
         if name in w.taint:
             taint.add(w.taint[name])
@@ -3655,7 +3982,7 @@ def parse_script(
         for w in worlds:
             out.extend([w] if w.stopped else interp.run(node, w)[0])
         for w in out:
-            w.returning = False
+            w.returning = w.aborted = False
             w.breaking = w.continuing = 0
         worlds = interp._cap(out, node.line)
         if all(w.done for w in worlds):

@@ -25,32 +25,37 @@ never executed (``setup.py`` is parsed with :mod:`ast`).
 
 from __future__ import annotations
 
-import ast
-import configparser
 import contextlib
+import contextvars
+import dataclasses
+import functools
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kl_patches import adapters
-from kl_patches.adapters.files import try_read_text
+from kl_patches.adapters.files import InputError
+from kl_patches.audit.pins import PIN_FILES, Pin, shown_path
+from kl_patches.audit.pins import allowed as pin_allowed
+from kl_patches.audit.pins import scan as pin_scan
 
 __all__ = [
     "PIN_FILES",
     "SOURCES",
     "Pin",
+    "PinSearch",
     "VersionChoice",
+    "cached",
     "choose",
     "find_pin",
+    "find_pins",
     "parse_given",
     "pins_in",
     "shown_path",
@@ -59,48 +64,8 @@ __all__ = [
 SOURCES = ("given", "pin", "vendored", "installed", "newest")
 """Where a version can come from, in the order :func:`choose` tries them."""
 
-PIN_FILES = (
-    "uv.lock",
-    "poetry.lock",
-    "requirements*.txt",
-    "setup.py",
-    "setup.cfg",
-    "pyproject.toml",
-    "environment.yml",
-    "environment.yaml",
-)
-"""Files searched for a pin, in each directory from the file's up to its repository root."""
-
-try:  # Python 3.11+; on 3.10 TOML files (pyproject.toml, uv.lock, poetry.lock) are skipped
-    import tomllib as _toml
-except ImportError:  # pragma: no cover - Python 3.10
-    _toml = None  # type: ignore[assignment]
-
-
-def _toml_loads(text: str) -> dict[str, Any] | None:
-    """A TOML document, None when it does not parse (or Python has no TOML reader)."""
-    if _toml is None:
-        return None
-    try:
-        return _toml.loads(text)
-    except _toml.TOMLDecodeError:
-        return None
-
-
 MAX_LEVELS = 12
 """Directories walked up from the file at most."""
-
-
-@dataclass(frozen=True)
-class Pin:
-    """One requirement on a library found in a file."""
-
-    spec: str
-    """The specifier as written (``==0.18.0``, ``>=0.18,<=0.24``; a lock file's ``==V``)."""
-    where: str
-    """``path:line`` of the requirement."""
-    exact: str | None
-    """The version when the pin names exactly one (``==V``, ``===V``, a lock file)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +89,8 @@ class VersionChoice:
     file names the last release until the next one is cut, or a dev/pre-release label)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What detection could not use (a pin that allows no recorded release, ...)."""
+    conflict: str = ""
+    """Two pins of one file that no single release satisfies, named (empty when none)."""
 
     def describe(self) -> str:
         """``0.18.0 (pin: setup.py:12 trl[vllm]==0.18.0)`` for the report."""
@@ -139,14 +106,19 @@ class VersionChoice:
         return f"{self.version} ({what}{':' if detail or spec else ''}{detail}{spec})"
 
 
+FORMS = "VERSION (0.18.0), LIB=VERSION (trl=0.18.0) or LIB SPECIFIER (trl>=0.18,<=0.24)"
+"""The forms ``--library-version`` takes, for its error messages."""
+
+
 def parse_given(
     values: list[str] | tuple[str, ...] | str | dict[str, str] | None,
 ) -> dict[str, str]:
     """``["trl=0.18.0", "0.9.1"]`` -> ``{"trl": "0.18.0", "*": "0.9.1"}`` (``*``: every library);
     ``trl>=0.18,<0.19`` / ``trl=>=0.18`` give a library a specifier.
 
-    ValueError naming the libraries for an unknown one, and for a value that is not a PEP 440
-    version or specifier."""
+    ValueError naming the valid forms for an empty value (``''``, ``trl=``), naming the
+    libraries for an unknown one, for a value that is not a PEP 440 version or specifier, and
+    naming both values when one library (or every library) is given two different ones."""
     if values is None:
         return {}
     if isinstance(values, dict):
@@ -156,20 +128,34 @@ def parse_given(
     else:
         items = list(values)
     out: dict[str, str] = {}
+    written: dict[str, str] = {}
     for item in items:
+        item = str(item)
         m = re.fullmatch(r"\s*([A-Za-z_][\w\-]*)\s*(===?|>=|<=|~=|!=|<|>|=)(.*)", item)
         if m is not None:  # trl=0.18.0, trl==0.18.0, trl>=0.18,<0.19
             lib, op, ver = m.group(1), m.group(2), m.group(3).strip()
-            ver = ver if op == "=" else op + ver
             if lib not in adapters.names():
                 raise ValueError(
                     f"--library-version {item!r}: unknown library {lib!r}; choose one of "
                     f"{list(adapters.names())}"
                 )
+            if not ver:
+                raise ValueError(
+                    f"--library-version {item!r}: no version after {op!r}; give {FORMS}"
+                )
+            ver = ver if op == "=" else op + ver
         else:
             lib, ver = "*", item.strip()
+            if not ver:
+                raise ValueError(f"--library-version {item!r} is empty; give {FORMS}")
         _check_text(ver, item)
+        if lib in out and out[lib] != ver:
+            who = "every library" if lib == "*" else lib
+            raise ValueError(
+                f"--library-version given twice for {who}: {written[lib]!r} and {item!r}; give one"
+            )
         out[lib] = ver
+        written[lib] = item
     return out
 
 
@@ -179,207 +165,14 @@ def _check_text(text: str, item: str) -> None:
         return
     except InvalidVersion:
         pass
-    try:
-        SpecifierSet(_wildcard(text))
-    except InvalidSpecifier:
+    if pin_allowed(text, ()) is None:
         raise ValueError(
-            f"--library-version {item!r}: {text!r} is neither a version (0.18.0) nor a "
-            "specifier (>=0.18,<=0.24)"
+            f"--library-version {item!r}: {text!r} is neither a version nor a specifier; "
+            f"give {FORMS}"
         ) from None
 
 
-def _wildcard(text: str) -> str:
-    """``0.5.x`` / ``0.5.*`` -> ``==0.5.*``; a specifier is returned as it is."""
-    if re.fullmatch(r"\d+(\.\d+)*\.[x*]", text):
-        return "==" + text[:-1] + "*"
-    return text
-
-
 # ----------------------------------------------------------------------------- pins
-def _requirement(text: str, name: str) -> str | None:
-    """The specifier of a requirement string on ``name`` (None if it is about another)."""
-    text = text.split("#", 1)[0].strip().strip(",").strip("'\"")
-    if not text or text.startswith(("-", "git+", "http")):
-        return None
-    try:
-        req = Requirement(text)
-    except InvalidRequirement:
-        return None
-    if canonicalize_name(req.name) != canonicalize_name(name):
-        return None
-    return str(req.specifier)
-
-
-def _conda(text: str, name: str) -> str | None:
-    """A conda spec (``trl=0.18.0``, ``trl==0.18``, ``trl>=0.18``) on ``name``."""
-    m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(==?|>=|<=|>|<|!=|~=)?\s*([^\s#=]*)\s*", text)
-    if m is None or canonicalize_name(m.group(1)) != canonicalize_name(name):
-        return None
-    op, ver = m.group(2) or "", m.group(3)
-    if not ver:
-        return ""
-    if op == "=":
-        return f"=={ver}"
-    return f"{op}{ver}"
-
-
-def _exact(spec: str) -> str | None:
-    m = re.fullmatch(r"===?\s*([0-9][0-9A-Za-z.+!\-]*)", spec.strip())
-    return m.group(1) if m else None
-
-
-def pins_in(path: Path, name: str) -> list[Pin]:
-    """Every requirement on ``name`` in one dependency or lock file (empty when none)."""
-    text = try_read_text(str(path))
-    if text is None:
-        return []
-    base = path.name
-    shown = shown_path(path)
-    out: list[Pin] = []
-    if base in ("uv.lock", "poetry.lock"):
-        doc = _toml_loads(text)
-        if doc is None:
-            return []
-        for package in doc.get("package", []) if isinstance(doc.get("package"), list) else []:
-            if (
-                isinstance(package, dict)
-                and canonicalize_name(str(package.get("name", ""))) == canonicalize_name(name)
-                and isinstance(package.get("version"), str)
-            ):
-                number = _line_of(text, f'name = "{package["name"]}"')
-                version = package["version"]
-                out.append(Pin(f"=={version}", f"{shown}:{number}", version))
-        return out
-    if base.startswith("requirements") and base.endswith(".txt"):
-        for number, line in enumerate(text.splitlines(), 1):
-            spec = _requirement(line, name)
-            if spec is not None:
-                out.append(Pin(spec, f"{shown}:{number}", _exact(spec)))
-        return out
-    if base == "setup.py":
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                spec = _requirement(node.value, name)
-                if spec is not None:
-                    out.append(Pin(spec, f"{shown}:{node.lineno}", _exact(spec)))
-        return out
-    if base == "setup.cfg":
-        parser = configparser.ConfigParser()
-        try:
-            parser.read_string(text)
-        except configparser.Error:
-            return []
-        for section in parser.sections():
-            for key in ("install_requires", *parser[section]):
-                for item in parser[section].get(key, "").splitlines():
-                    spec = _requirement(item, name)
-                    if spec is not None:
-                        out.append(Pin(spec, f"{shown}:{_line_of(text, item.strip())}",
-                                       _exact(spec)))  # fmt: skip
-        return list({p.where: p for p in out}.values())
-    if base == "pyproject.toml":
-        doc = _toml_loads(text)
-        if doc is None:
-            return []
-        for item in _pyproject_requirements(doc):
-            spec = _requirement(item, name)
-            if spec is not None:
-                out.append(Pin(spec, f"{shown}:{_line_of(text, item)}", _exact(spec)))
-        poetry = doc.get("tool", {}).get("poetry", {}) if isinstance(doc.get("tool"), dict) else {}
-        for group in _poetry_groups(poetry):
-            for key, value in group.items():
-                if canonicalize_name(str(key)) != canonicalize_name(name):
-                    continue
-                raw = value.get("version") if isinstance(value, dict) else value
-                if isinstance(raw, str):
-                    spec = _poetry_spec(raw)
-                    out.append(Pin(spec, f"{shown}:{_line_of(text, str(key))}", _exact(spec)))
-        return out
-    if base in ("environment.yml", "environment.yaml"):
-        for number, line in enumerate(text.splitlines(), 1):
-            m = re.match(r"\s*-\s+(.*)$", line)
-            if m is None:
-                continue
-            item = m.group(1).strip().strip("'\"")
-            spec = _requirement(item, name)
-            if spec is None:
-                spec = _conda(item, name)
-            if spec is not None:
-                out.append(Pin(spec, f"{shown}:{number}", _exact(spec)))
-        return out
-    return out
-
-
-def shown_path(path: Path | str) -> str:
-    """``path`` relative to the working directory when it is inside it, else as it is (what
-    the report shows for a pin or a vendored version file)."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(path)
-
-
-def _line_of(text: str, needle: str) -> int:
-    for number, line in enumerate(text.splitlines(), 1):
-        if needle and needle in line:
-            return number
-    return 1
-
-
-def _pyproject_requirements(doc: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    project = doc.get("project")
-    if isinstance(project, dict):
-        deps = project.get("dependencies")
-        if isinstance(deps, list):
-            out += [d for d in deps if isinstance(d, str)]
-        extras = project.get("optional-dependencies")
-        if isinstance(extras, dict):
-            for deps in extras.values():
-                if isinstance(deps, list):
-                    out += [d for d in deps if isinstance(d, str)]
-    groups = doc.get("dependency-groups")
-    if isinstance(groups, dict):
-        for deps in groups.values():
-            if isinstance(deps, list):
-                out += [d for d in deps if isinstance(d, str)]
-    return out
-
-
-def _poetry_groups(poetry: Any) -> list[dict[str, Any]]:
-    if not isinstance(poetry, dict):
-        return []
-    out = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
-    groups = poetry.get("group")
-    if isinstance(groups, dict):
-        out += [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
-    return [g for g in out if isinstance(g, dict)]
-
-
-def _poetry_spec(raw: str) -> str:
-    """Poetry's ``^0.18.0`` / ``~0.18`` / ``0.18.0`` as a PEP 440 specifier."""
-    raw = raw.strip()
-    if raw.startswith("^"):
-        parts = [int(p) for p in re.findall(r"\d+", raw)[:3]] or [0]
-        first = next((i for i, p in enumerate(parts) if p), len(parts) - 1)
-        upper = parts[: first + 1]
-        upper[-1] += 1
-        return f">={raw[1:]},<{'.'.join(map(str, upper))}"
-    if raw.startswith("~") and not raw.startswith("~="):
-        parts = re.findall(r"\d+", raw)
-        upper = [int(p) for p in parts[:2]] if len(parts) > 1 else [int(parts[0]) + 1]
-        if len(parts) > 1:
-            upper[-1] += 1
-        return f">={raw[1:]},<{'.'.join(map(str, upper))}"
-    if re.fullmatch(r"[0-9][0-9A-Za-z.+\-]*", raw):
-        return f"=={raw}"
-    return raw
-
-
 def _boundaries() -> set[Path]:
     """Directories never searched (nor above): the filesystem root, the home and temp dirs."""
     out = {Path("/").resolve()}
@@ -389,44 +182,133 @@ def _boundaries() -> set[Path]:
     return out
 
 
-def _repository_dirs(start: Path) -> list[Path]:
+def _repository_dirs(start: Path) -> tuple[list[Path], str]:
     """``start`` and its parents up to the first one holding ``.git`` (inclusive), never the
-    filesystem root, the home directory or the temp directory (nor what is above them)."""
+    filesystem root, the home directory or the temp directory (nor what is above them), at
+    most :data:`MAX_LEVELS`; and a note when the walk stopped at that bound (no repository root
+    nor boundary reached), empty otherwise."""
     out: list[Path] = []
     stop = _boundaries()
     here = start
     for _ in range(MAX_LEVELS):
         if here in stop:
-            break
+            return out, ""
         out.append(here)
         if (here / ".git").exists() or here.parent == here:
-            break
+            return out, ""
         here = here.parent
+    if here in stop:
+        return out, ""
+    return out, (
+        f"looked {MAX_LEVELS} directories up from {shown_path(start)} (to {shown_path(out[-1])}) "
+        "without reaching a repository root (.git); pins and vendored copies further up are not "
+        "read (pass --library-version to say the version)"
+    )
+
+
+@dataclass
+class PinSearch:
+    """The pins of the nearest directory that has some, and what the search could not use."""
+
+    pins: list[Pin] = field(default_factory=list)
+    """The pins, best first: those whose marker holds here, exact (lock files first) before
+    ranges, in :data:`PIN_FILES` order."""
+    notes: list[str] = field(default_factory=list)
+    """Files or requirements that could not be used, and where the search stopped."""
+
+
+def _pin_files(directory: Path) -> list[Path]:
+    out: list[Path] = []
+    for pattern in PIN_FILES:
+        if "*" in pattern:
+            with contextlib.suppress(OSError):
+                out += sorted(p for p in directory.glob(pattern) if not p.is_dir())
+        elif os.path.lexists(directory / pattern):
+            out.append(directory / pattern)
+    return out
+
+
+_CACHE: contextvars.ContextVar[dict[tuple[str, str, str], Any] | None] = contextvars.ContextVar(
+    "kl_patches_version_cache", default=None
+)
+
+
+@contextlib.contextmanager
+def cached() -> Iterator[None]:
+    """Within the block, each directory's pins and vendored copy are read once per library
+    (the CLI audits many files of one tree: without it each file re-reads every directory
+    above it, and a directory of N files costs N times its listing per file)."""
+    token = _CACHE.set({})
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
+
+
+def _memo(kind: str, directory: Path, name: str, compute: Callable[[], Any]) -> Any:
+    cache = _CACHE.get()
+    if cache is None:
+        return compute()
+    key = (kind, str(directory), name)
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def _directory_pins(directory: Path, name: str) -> tuple[list[Pin], list[str]]:
+    def compute() -> tuple[list[Pin], list[str]]:
+        pins: list[Pin] = []
+        notes: list[str] = []
+        for path in _pin_files(directory):
+            scanned = pin_scan(path, name)
+            pins += scanned.pins
+            notes += scanned.notes
+        return pins, notes
+
+    return _memo("pins", directory, name, compute)  # type: ignore[no-any-return]
+
+
+def find_pins(start: Path, name: str) -> PinSearch:
+    """The pins on ``name`` in the nearest directory (from ``start`` up to the repository
+    root) whose dependency or lock files name a version of it (see :class:`PinSearch`)."""
+    out = PinSearch()
+    directories, bound = _repository_dirs(start)
+    for directory in directories:
+        found, notes = _directory_pins(directory, name)
+        out.notes += notes
+        found = [p for p in found if p.spec or p.exact]
+        if found:
+            out.pins = sorted(found, key=lambda p: (not p.applies, p.exact is None))
+            return out
+    if bound:
+        out.notes.append(bound)
     return out
 
 
 def find_pin(start: Path, name: str) -> list[Pin]:
-    """The pins on ``name`` in the nearest directory (from ``start`` up to the repository
-    root) whose dependency or lock files mention it; the best first: exact pins (lock files
-    first) before ranges, in :data:`PIN_FILES` order."""
-    for directory in _repository_dirs(start):
-        found: list[Pin] = []
-        for pattern in PIN_FILES:
-            for path in sorted(directory.glob(pattern)) if "*" in pattern else [
-                directory / pattern
-            ]:  # fmt: skip
-                if path.is_file():
-                    found += pins_in(path, name)
-        found = [p for p in found if p.spec or p.exact]
-        if found:
-            return sorted(found, key=lambda p: p.exact is None)
-    return []
+    """:func:`find_pins`' pins (the best first), without its notes."""
+    return find_pins(start, name).pins
 
 
-def _vendored(start: Path, library: str) -> tuple[str, str] | None:
+def pins_in(path: Path, name: str) -> list[Pin]:
+    """Every requirement on ``name`` in one dependency or lock file (empty when none; see
+    :func:`kl_patches.audit.pins.scan` for the notes)."""
+    return pin_scan(path, name).pins
+
+
+def _vendored(start: Path, library: str, notes: list[str]) -> tuple[str, str] | None:
     d = adapters.get(library)
-    for directory in _repository_dirs(start):
-        found = d.vendored_version(directory)
+
+    def one(directory: Path) -> tuple[tuple[str, str] | None, str]:
+        try:
+            return d.vendored_version(directory), ""
+        except InputError as err:  # a version file that is a FIFO, a device, too big
+            return None, f"{err}; not read as the vendored {library} version"
+
+    for directory in _repository_dirs(start)[0]:
+        found, note = _memo("vendored", directory, library, functools.partial(one, directory))
+        if note:
+            notes.append(note)
         if found is not None:
             return found
     return None
@@ -442,15 +324,59 @@ def _snapshot(version: str) -> bool:
 
 def _from_spec(library: str, spec: str, where: str, source: str) -> VersionChoice | None:
     """A choice from a specifier: its newest allowed recorded release (None if none)."""
-    releases = adapters.get(library).releases()
-    try:
-        specifier = SpecifierSet(_wildcard(spec))
-    except InvalidSpecifier:
+    found = pin_allowed(spec, adapters.get(library).releases())
+    if not found:
         return None
-    allowed = tuple(r for r in releases if specifier.contains(r, prereleases=True))
-    if not allowed:
-        return None
-    return VersionChoice(library, allowed[-1], source, where, spec, allowed)
+    return VersionChoice(library, found[-1], source, where, spec, found)
+
+
+def _compatible(a: Pin, b: Pin, releases: tuple[str, ...]) -> bool:
+    """True when one release can satisfy both pins (a specifier without recorded releases in
+    it is not held against the other)."""
+    if a.exact is not None and b.exact is not None:
+        try:
+            return Version(a.exact) == Version(b.exact)
+        except InvalidVersion:
+            return a.exact == b.exact
+    if a.exact is not None or b.exact is not None:
+        exact, other = (a, b) if a.exact is not None else (b, a)
+        return bool(pin_allowed(other.spec, (str(exact.exact),)))
+    first, second = pin_allowed(a.spec, releases), pin_allowed(b.spec, releases)
+    return not first or not second or bool(set(first) & set(second))
+
+
+def _conflict(pins: list[Pin], library: str) -> str:
+    """One line naming two pins of one file (with its includes) that no single release
+    satisfies, as pip would refuse them; empty when there are none."""
+    releases = tuple(adapters.get(library).releases())
+    by_group: dict[str, list[Pin]] = {}
+    for pin in pins:
+        if pin.applies:
+            by_group.setdefault(pin.group or pin.where, []).append(pin)
+    for group in by_group.values():
+        distinct: dict[tuple[str, str], Pin] = {}
+        for pin in sorted(group, key=lambda p: _position(p.where)):
+            distinct.setdefault((pin.spec, pin.marker), pin)
+        found = list(distinct.values())[:MAX_DISTINCT_PINS]
+        for i, first in enumerate(found):
+            for other in found[i + 1 :]:
+                if other.marker != first.marker or _compatible(first, other, releases):
+                    continue
+                return (
+                    f"{first.where} ({first.written or library + first.spec}) and {other.where} "
+                    f"({other.written or library + other.spec}) pin {library} to versions no "
+                    "one release satisfies (pip refuses to install them together)"
+                )
+    return ""
+
+
+MAX_DISTINCT_PINS = 64
+"""Different specifiers of one file compared with each other at most (pairs: quadratic)."""
+
+
+def _position(where: str) -> tuple[str, int]:
+    path, _, line = where.rpartition(":")
+    return (path, int(line)) if line.isdigit() else (where, 0)
 
 
 def choose(
@@ -481,15 +407,31 @@ def choose(
             return found
     start = Path(path).resolve().parent if path is not None else None
     if start is not None:
-        for pin in find_pin(start, library):
+        search = find_pins(start, library)
+        notes += search.notes
+        conflict = _conflict(search.pins, library)
+        applying = [p for p in search.pins if p.applies]
+        if applying:
+            notes += [
+                f"{p.where}: {p.written} not read: it applies only where {p.marker}"
+                for p in search.pins
+                if not p.applies
+            ]
+        for pin in applying or search.pins:
+            if not pin.applies:
+                notes.append(
+                    f"{pin.where}: {pin.written} applies only where {pin.marker}, which does "
+                    "not hold here; read anyway (no other pin applies)"
+                )
             if pin.exact is not None:
                 return VersionChoice(library, pin.exact, "pin", pin.where,
-                                     snapshot=_snapshot(pin.exact))  # fmt: skip
+                                     snapshot=_snapshot(pin.exact), notes=tuple(notes),
+                                     conflict=conflict)  # fmt: skip
             found = _from_spec(library, pin.spec, pin.where, "pin")
             if found is not None:
-                return found
+                return dataclasses.replace(found, notes=tuple(notes), conflict=conflict)
             notes.append(f"{pin.where}: {library}{pin.spec} allows no recorded release")
-        vendored = _vendored(start, library)
+        vendored = _vendored(start, library, notes)
         if vendored is not None:
             version, where = vendored
             where = shown_path(where)

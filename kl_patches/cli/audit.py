@@ -15,23 +15,27 @@ severity ``error``: the KL is silently dropped, or the objective is not what the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kl_patches import adapters
-from kl_patches.adapters.files import NotALaunchError
+from kl_patches.adapters.files import STDIN, InputError, NotALaunchError, read_stdin
 from kl_patches.audit import report
 from kl_patches.audit.inputs import inputs_from_argv
-from kl_patches.audit.model import AuditEntry
-from kl_patches.audit.run import audit, audit_input, audit_installed
-from kl_patches.audit.versions import parse_given
+from kl_patches.audit.model import AuditEntry, AuditError
+from kl_patches.audit.run import audit, audit_input, audit_installed, audit_text
+from kl_patches.audit.versions import FORMS, cached, parse_given
 from kl_patches.audit.walk import launch_files
 from kl_patches.cli import errors
+from kl_patches.experiments.progress import progress
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,8 +57,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "paths",
         nargs="*",
-        help="launch scripts, YAML/JSON configs, override files, or folders (every launch file "
-        "in them)",
+        help="launch scripts, YAML/JSON configs, override files, or folders (every launch "
+        "file in them); - reads standard input",
     )
     p.add_argument("--library", choices=adapters.names(), help="read every input as this library's")
     p.add_argument(
@@ -116,6 +120,61 @@ def _json_failure(failure: errors.Failure, argv: list[str]) -> dict[str, Any]:
     return _document([], [], [_error_item("argv", failure)], strict, failure.exit_code)
 
 
+PROGRESS_FROM = 20
+"""Inputs on one command line from which a progress bar is drawn (when stderr is a terminal)."""
+SECONDS_PER_INPUT = 60
+"""Wall time one input may take before it is reported as an error and the next is read (every
+reader is bounded by size and step limits; this is the backstop, on platforms with SIGALRM)."""
+
+
+class InputTimeout(AuditError):
+    """An input took longer than :data:`SECONDS_PER_INPUT`."""
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _bounded(job: Callable[[], list[AuditEntry]], origin: str) -> list[AuditEntry]:
+    """``job()``, stopped with an InputError-like message after :data:`SECONDS_PER_INPUT`
+    (only in the main thread of a platform with SIGALRM; elsewhere ``job()`` as it is)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        return job()
+
+    def expire(signum: int, frame: Any) -> None:
+        raise InputTimeout(
+            f"{origin}: not read within {SECONDS_PER_INPUT} s (the audit's bound per input); "
+            "the other inputs are still audited"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(SECONDS_PER_INPUT)
+    try:
+        return job()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _audit_path(
+    path: str, library: str | None, variables: dict[str, str], versions: dict[str, str]
+) -> list[AuditEntry]:
+    """One path of the command line (``-``: standard input)."""
+    if path != STDIN:
+        return audit(path, library, variables, versions)
+    try:
+        found = read_stdin()
+    except InputError as err:
+        raise AuditError(str(err)) from err
+    entries = audit_text(found.text, "<stdin>", library, variables, versions)
+    if found.note:
+        entries = [dataclasses.replace(e, notes=(*e.notes, found.note)) for e in entries]
+    return entries
+
+
 @errors.command(
     "kl-patches audit", debug_option=True, json_output=True, json_document=_json_failure
 )
@@ -151,8 +210,15 @@ def main(argv: list[str]) -> int:
     try:
         versions = parse_given(args.library_version)
     except ValueError as err:
-        errors.say(f"kl-patches audit: {err}")
-        return errors.EXIT_ERROR
+        raise errors.UsageError(
+            str(err), field="--library-version", value=args.library_version, choices=FORMS
+        ) from err
+    if args.paths.count(STDIN) > 1:
+        raise errors.UsageError(
+            "- (standard input) is given more than once; it can be read once",
+            field="paths",
+            value=STDIN,
+        )
     failed: list[dict[str, Any]] = []
     paths: list[str] = []
     empty_folders: list[str] = []
@@ -169,7 +235,8 @@ def main(argv: list[str]) -> int:
     not_launches: list[str] = []
     unread: list[str] = []
     jobs: list[tuple[str, Callable[[], list[AuditEntry]]]] = [
-        (path, functools.partial(audit, path, args.library, variables, versions)) for path in paths
+        (path, functools.partial(_audit_path, path, args.library, variables, versions))
+        for path in paths
     ]
     if extra:
         argv_extra = extra
@@ -182,22 +249,24 @@ def main(argv: list[str]) -> int:
                 ],
             )
         )
-    for origin, job in jobs:
-        try:
-            entries += job()
-        except Exception as err:
-            if args.debug or errors.debug_requested([], False):
-                raise
-            if origin in walked:  # found in a folder: a note, not a failure of the command
-                if _not_a_launch(err):
-                    not_launches.append(origin)  # it names a library but launches nothing
-                else:
-                    unread.append(f"not read: {errors.failure_of('', err).message}")
-                continue
-            failure = errors.failure_of("kl-patches audit", err)
-            where = "" if failure.message.startswith(origin) else f"{origin}: "
-            errors.say(f"kl-patches audit: {where}{failure.message}")
-            failed.append(_error_item(origin, failure))
+    shown = len(jobs) >= PROGRESS_FROM and _is_terminal(sys.stderr)
+    with cached():
+        for origin, job in progress(jobs, len(jobs), "audit", shown):
+            try:
+                entries += _bounded(job, origin)
+            except Exception as err:
+                if args.debug or errors.debug_requested([], False):
+                    raise
+                if origin in walked:  # found in a folder: a note, not a failure of the command
+                    if _not_a_launch(err):
+                        not_launches.append(origin)  # it names a library but launches nothing
+                    else:
+                        unread.append(f"not read: {errors.failure_of('', err).message}")
+                    continue
+                failure = errors.failure_of("kl-patches audit", err)
+                where = "" if failure.message.startswith(origin) else f"{origin}: "
+                errors.say(f"kl-patches audit: {where}{failure.message}")
+                failed.append(_error_item(origin, failure))
     notes += unread
     if not_launches:
         notes.append(

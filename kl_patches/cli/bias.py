@@ -26,6 +26,56 @@ def _floats(text: str) -> tuple[float, ...]:
     return values
 
 
+MAX_BYTES = 2 * 1024**3
+"""Memory the bias run may plan for: the per-sequence gradients of every enumerated sequence
+and of every Monte-Carlo sample, float64 (a larger request is refused before it starts)."""
+SWEEP_LENGTH = 6
+"""Longest sequence ``--plot`` sweeps to (T = 1..6)."""
+
+
+def _planned_bytes(vocab: int, length: int, samples: int) -> int:
+    """Bytes of float64 gradients a table of ``vocab``/``length`` holds at its peak: one row
+    of ``vocab * (number of prefixes)`` parameters per enumerated sequence, and two per sample
+    (the gathered rows and their batch means), plus the sample indices."""
+    prefixes = (vocab**length - 1) // (vocab - 1)
+    params = vocab * prefixes
+    return 8 * params * (vocab**length + 2 * samples) + 8 * samples
+
+
+def _check_size(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a run whose enumeration or samples do not fit in
+    :data:`MAX_BYTES`, naming the sizes and the largest that fits."""
+    samples = args.batch_size * args.num_batches
+    lengths = [args.length] + ([SWEEP_LENGTH] if args.plot else [])
+    for length in lengths:
+        if length * math.log(args.vocab) > math.log(20000):
+            raise errors.invalid(
+                "--vocab",
+                args.vocab,
+                f"--plot sweeps T=1..{SWEEP_LENGTH}, so V**{SWEEP_LENGTH} must be <= 20000 "
+                "(vocab <= 5)",
+            )
+        base = _planned_bytes(args.vocab, length, 0)
+        if base > MAX_BYTES:
+            raise errors.invalid(
+                "--vocab/--length",
+                f"{args.vocab}/{length}",
+                f"the exact enumeration alone would hold about {base / 1024**3:.3g} GiB of "
+                f"gradients (the limit is {MAX_BYTES / 1024**3:g} GiB): choose a smaller "
+                "vocab or length",
+            )
+        need = _planned_bytes(args.vocab, length, samples)
+        if need > MAX_BYTES:
+            per_sample = _planned_bytes(args.vocab, length, 1) - base
+            raise errors.invalid(
+                "--batch-size x --num-batches",
+                f"{args.batch_size} x {args.num_batches}",
+                f"the run would hold about {need / 1024**3:.3g} GiB of gradients (V={args.vocab},"
+                f" T={length}; the limit is {MAX_BYTES / 1024**3:g} GiB): keep batch-size x "
+                f"num-batches <= {(MAX_BYTES - base) // per_sample}",
+            )
+
+
 def _off_policy_main(args: argparse.Namespace) -> int:
     ppo = args.trainer == "ppo"
     reports = bias.run_off_policy(
@@ -117,6 +167,7 @@ def run(argv: list[str]) -> int:
             f"{args.vocab}/{args.length}",
             "every sequence is enumerated, so V**T (vocab**length) must be <= 20000",
         )
+    _check_size(args)
     if args.plot:  # checked before the run, not after it
         errors.need_module("matplotlib", "--plot")
         errors.writable_file("--plot", args.plot)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
+from typing import Any
 
 from kl_patches.cli import SUMMARIES, errors
 from kl_patches.experiments import reproduce, reproduce_report, reproduce_train
@@ -28,6 +30,68 @@ def _betas(text: str) -> tuple[float, ...]:
             f"expected finite non-negative numbers like 0.05,0.1; got {text!r}"
         )
     return values
+
+
+MAX_STEPS = 100_000
+"""Most ``--steps`` (updates per run)."""
+MAX_SEEDS = 1_000
+"""Most ``--seeds`` per configuration."""
+MAX_BATCH = 100_000
+"""Most ``--batch-size`` sequences per update."""
+MAX_UPDATES_PER_BATCH = 1_000
+"""Most ``--updates`` per sampled batch."""
+MAX_BETAS = 64
+"""Most values in ``--betas``."""
+MAX_RECORDS = 10_000_000
+"""Most metric rows kept (runs x (steps + 1)): three floats each, about 1 GiB at the limit."""
+ESTIMATE_FROM = 20_000
+"""Updates in all from which the run is timed first and its duration said on stderr."""
+SAY_FROM_S = 30.0
+"""Estimated seconds from which the estimate is printed."""
+
+
+def _check_sizes(args: argparse.Namespace, runs: int) -> None:
+    """Refuse, before any work, a size beyond its bound, naming the bound."""
+    for flag, value, bound in (
+        ("--steps", args.steps, MAX_STEPS),
+        ("--seeds", args.seeds, MAX_SEEDS),
+        ("--batch-size", args.batch_size, MAX_BATCH),
+        ("--updates", args.updates, MAX_UPDATES_PER_BATCH),
+        ("--betas", len(args.betas), MAX_BETAS),
+    ):
+        if value > bound:
+            what = f"{value} values" if flag == "--betas" else value
+            raise errors.invalid(flag, what, f"use at most {bound}")
+    cpus = os.cpu_count() or 1
+    if args.workers > 4 * cpus:
+        raise errors.invalid(
+            "--workers", args.workers, f"use at most {4 * cpus} (4 x this machine's {cpus} CPUs)"
+        )
+    records = runs * (args.steps + 1)
+    if records > MAX_RECORDS:
+        raise errors.invalid(
+            "--seeds x --steps",
+            f"{args.seeds} x {args.steps}",
+            f"{runs} runs x {args.steps + 1} metric rows = {records} rows, over the limit of "
+            f"{MAX_RECORDS} (about 1 GiB); use fewer seeds, steps or betas",
+        )
+
+
+def _say_estimate(jobs: list[Any], args: argparse.Namespace) -> None:
+    """One line on stderr with the work and its estimated duration, for long runs (also with
+    ``--quiet``, which only drops the progress bar)."""
+    updates = sum(job[3].steps * job[3].updates_per_batch for job in jobs)
+    if updates < ESTIMATE_FROM:
+        return
+    seconds = reproduce.estimate_seconds(jobs, args.workers)
+    if seconds < SAY_FROM_S:
+        return
+    text = f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    errors.say(
+        f"kl-patches reproduce: {len(jobs)} runs x {args.steps} updates of {args.batch_size} "
+        f"samples ({updates} updates): about {text} with {min(args.workers, len(jobs))} "
+        "worker(s) (timed on a few updates here); Ctrl-C stops it"
+    )
 
 
 def run(argv: list[str]) -> int:
@@ -101,6 +165,10 @@ def run(argv: list[str]) -> int:
         lr=args.lr if args.lr is not None else reproduce.DEFAULT_LR[args.model],
         updates_per_batch=args.updates if args.off_policy else 1,
     )
+    grid = reproduce.OFF_POLICY_GRID if args.off_policy else reproduce.ON_POLICY_GRID
+    jobs = reproduce.make_jobs(grid, args.betas, args.seeds, task, settings)
+    _check_sizes(args, len(jobs))
+    _say_estimate(jobs, args)
     runs = reproduce.reproduce(
         args.betas, args.seeds, task, settings, args.off_policy, args.workers, not args.quiet
     )

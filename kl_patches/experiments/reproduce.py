@@ -15,7 +15,9 @@ The training loop is in :mod:`kl_patches.experiments.reproduce_train`, tables an
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
+import time
 from collections.abc import Callable, Iterator
 
 import torch
@@ -107,6 +109,28 @@ def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True) -> l
     with ctx.Pool(workers, initializer=_init_worker) as pool:
         results = pool.imap(_run, jobs, chunksize=1)
         return list(progress(results, len(jobs), "reproduce", show_progress))
+
+
+def estimate_seconds(jobs: list[Job], workers: int, trial_steps: int = 10) -> float:
+    """Wall seconds :func:`run_jobs` would take, from two short trials of the first job timed
+    here after a warm-up (0 and ``trial_steps`` updates: its set-up, and its cost per update),
+    scaled to every
+    job's updates, over the workers that run at once. A rough figure for a message (other jobs'
+    configurations cost about the same on these toy tasks), not a promise."""
+    if not jobs:
+        return 0.0
+    name, config, task, settings, seed, betas = jobs[0]
+    steps = min(trial_steps, settings.steps)
+    train(name, config, task, dataclasses.replace(settings, steps=0), seed, betas)  # warm-up
+    timed = []
+    for n in (0, steps):
+        start = time.perf_counter()
+        train(name, config, task, dataclasses.replace(settings, steps=n), seed, betas)
+        timed.append(time.perf_counter() - start)
+    setup = timed[0]
+    per_update = max(0.0, timed[1] - timed[0]) / max(steps, 1)
+    total = sum(setup + per_update * job[3].steps for job in jobs)
+    return total / max(1, min(workers, len(jobs)))
 
 
 def reproduce(

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.patching import MARK, PatchRegistry, Target
+from kl_patches.adapters.patching import MARK, PatchRegistry, Target, serialized
 from kl_patches.config import KLConfig
 
 from . import canaries, offpolicy
@@ -364,6 +364,7 @@ def needed_sides(config: KLConfig) -> tuple[str, ...]:
     return tuple(side for side in ("reward", "loss") if gaps[side])
 
 
+@serialized
 def apply(
     config: KLConfig | str | dict[str, Any], only: str | None = None, *, force: bool = False
 ) -> KLConfig:
@@ -427,11 +428,13 @@ def _key(target: Target) -> str:
     return f"{target.owner}.{target.attr}" if target.owner else target.attr
 
 
+@serialized
 def applied() -> list[str]:
     """Names of the symbols currently patched (checked on the live objects)."""
     return REGISTRY.applied()
 
 
+@serialized
 def revert() -> list[str]:
     """Restore every patched symbol to the original object; return their names."""
     restored = REGISTRY.revert()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from kl_patches.adapters.files import MAX_SOURCE_FILE_BYTES, read_optional
 from kl_patches.adapters.history import resolve_release
 
 from .flagsets import options as release_options
@@ -194,28 +195,24 @@ _VERSION = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 def vendored_version(directory: Path) -> tuple[str, str] | None:
     """(version, file) of an OpenRLHF copy inside ``directory``: ``openrlhf/__init__.py``'s
     ``__version__``, else the ``version.txt`` beside an ``openrlhf`` package (OpenRLHF's own
-    layout), also one folder deeper in a checkout named after it; None when there is none."""
+    layout), also one folder deeper in a checkout named after it; None when there is none.
+    Read through the audit's guarded reader: a file there that is a FIFO, a device or too big
+    is an InputError."""
     bases = [directory]
     with contextlib.suppress(OSError):
         bases += sorted(
-            p for p in directory.iterdir() if p.is_dir() and "openrlhf" in p.name.lower()
+            p for p in directory.iterdir() if "openrlhf" in p.name.lower() and p.is_dir()
         )[:16]
     for base in bases:
         package = base / "openrlhf"
         if not (package / "__init__.py").is_file():
             continue
-        try:
-            found = _VERSION.search((package / "__init__.py").read_text(errors="replace"))
-        except OSError:
-            found = None
+        found = _VERSION.search(read_optional(package / "__init__.py", MAX_SOURCE_FILE_BYTES) or "")
         if found:
             return found.group(1), str(package / "__init__.py")
         for name in ("version.txt", "VERSION"):
             path = base / name
-            try:
-                text = path.read_text(errors="replace").strip()
-            except OSError:
-                continue
+            text = (read_optional(path) or "").strip()
             if re.fullmatch(r"[0-9][0-9A-Za-z.+\-]*", text):
                 return text, str(path)
     return None

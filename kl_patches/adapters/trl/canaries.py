@@ -10,8 +10,10 @@ NaN-ignoring unbiased std. :func:`canaries` returns one
 :class:`~kl_patches.adapters.support.Canary` per assumption; each calls TRL's real method (the
 original, when the class is patched) on a stand-in ``self``: an instance of the TRL class made
 without ``__init__``, carrying the few attributes the method reads, with the model forward and
-the generation replaced by fixed tensors. Nothing is trained, downloaded or distributed (the
-gathers are the identity while a probe runs).
+the generation replaced by fixed tensors. Nothing is trained, downloaded or distributed: the
+module-level gathers of TRL's trainer module are the identity while a probe runs, under the
+patch lock (:data:`kl_patches.adapters.patching.LOCK`), and restored when it returns or raises
+(:func:`_identity_gathers`).
 
 One behaviour is read from the loss probe rather than assumed (:data:`DETECTED`): whether the
 dapo/cispo/vespo token normaliser is rescaled by ``gradient_accumulation_steps /
@@ -31,7 +33,7 @@ from typing import Any
 
 import torch
 
-from kl_patches.adapters.patching import is_replacement
+from kl_patches.adapters.patching import LOCK, is_replacement
 from kl_patches.adapters.support import Canary
 
 from .advantages import grpo_advantages, rloo_advantages
@@ -145,19 +147,44 @@ def _logps_stub(cls: type, values: dict[int, torch.Tensor], calls: list[Any]) ->
     return logps
 
 
+def _identity(value: Any, *args: Any, **kwargs: Any) -> Any:
+    """The gather of one process: its input (marked, so it is never taken for TRL's own)."""
+    return value
+
+
+_identity.__kl_patches_canary__ = True  # type: ignore[attr-defined]
+
+GATHERS = ("gather", "gather_object", "broadcast_object_list")
+"""Module-level names of the gathers the scoring probes make the identity while they run."""
+
+
 @contextlib.contextmanager
 def _identity_gathers(function: Callable[..., Any]) -> Iterator[None]:
-    """While a probe runs, the module-level gathers of ``function``'s module are the identity."""
+    """While a probe runs, the module-level gathers of ``function``'s module are the identity.
+
+    Held under the patch lock (:data:`kl_patches.adapters.patching.LOCK`): no other thread's
+    probe, ``apply`` or ``revert`` runs meanwhile, so the values saved are TRL's own (a
+    stand-in is never saved as "the original"), and they are restored when the probe returns
+    or raises. Without the lock two threads applying at once left the identity in TRL's
+    modules for good, and every later multi-rank run computed group advantages from the
+    local rank only. The probed method runs as it is (with any wrapper around it), so a
+    replacement of TRL's method is what the canary checks."""
     module = sys.modules.get(getattr(inspect.unwrap(original_of(function)), "__module__", ""))
-    names = ("gather", "gather_object", "broadcast_object_list")
-    saved = {n: vars(module)[n] for n in names if module is not None and n in vars(module)}
-    try:
-        for name in saved:
-            setattr(module, name, (lambda value, *a, **k: value))
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+    with LOCK:
+        saved = {n: vars(module)[n] for n in GATHERS if module is not None and n in vars(module)}
+        stand_ins = [n for n, v in saved.items() if getattr(v, "__kl_patches_canary__", False)]
+        if stand_ins:  # cannot happen under the lock; refuse rather than keep a stand-in
+            raise RuntimeError(
+                f"{getattr(module, '__name__', module)}.{stand_ins[0]} is a canary stand-in "
+                "left by an earlier probe; re-import TRL"
+            )
+        try:
+            for name in saved:
+                setattr(module, name, _identity)
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(module, name, value)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:

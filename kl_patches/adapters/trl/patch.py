@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kl_patches.adapters.patching import PatchRegistry, Target
+from kl_patches.adapters.patching import PatchRegistry, Target, serialized
 from kl_patches.config import KLConfig
 
 from . import canaries, compat, foreign, hooks
@@ -232,6 +232,7 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
     return method
 
 
+@serialized
 def apply(
     config: KLConfig | str | dict[str, Any] | None = None,
     *,
@@ -258,6 +259,7 @@ def apply(
     return resolved
 
 
+@serialized
 def revert() -> None:
     """Restore every patched attribute exactly; a no-op when nothing is applied."""
     REGISTRY.revert()
@@ -266,6 +268,7 @@ def revert() -> None:
     _CALLS.clear()
 
 
+@serialized
 def applied() -> list[str]:
     """The patched TRL methods (checked on the live classes); empty when not applied."""
     return REGISTRY.applied()

@@ -17,7 +17,7 @@ from typing import Any
 from packaging.version import Version
 
 from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
-from kl_patches.adapters.files import load_mapping, yaml_module
+from kl_patches.adapters.files import load_mapping, safe_yaml, yaml_module
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
@@ -582,11 +582,12 @@ def recognises(mapping: dict[str, Any]) -> bool:
     return claims(mapping) and any(k in CONFIG_MARKERS for k in mapping)
 
 
-def _scalar(text: str) -> Any:
-    """A flag value as TRL's parser would type it (YAML scalars: 0.1, true, null, ...)."""
+def _scalar(text: str, flag: str = "") -> Any:
+    """A flag value as TRL's parser would type it (YAML scalars: 0.1, true, null, ...); an
+    integer too large for a float is an InputError naming the flag."""
     yaml = yaml_module()
     try:
-        value = yaml.safe_load(text)
+        value = safe_yaml(text, f"--{flag}" if flag else "a flag value")
     except yaml.YAMLError:
         return text
     return value if isinstance(value, (str, int, float, bool)) or value is None else text
@@ -616,7 +617,7 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
         if name == "config":
             out.update(load_mapping(_resolve(value, base_dir), what="TRL config"))
             continue
-        flags[name] = _scalar(value)
+        flags[name] = _scalar(value, name)
     out.update(flags)
     if stray:
         out[STRAY] = stray

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
-from kl_patches.adapters.patching import PatchRegistry, Target, is_replacement
+from kl_patches.adapters.patching import PatchRegistry, Target, is_replacement, serialized
 from kl_patches.config import KLConfig
 
 from . import canaries, offpolicy
@@ -155,6 +155,7 @@ def _check_loss_site(version: str, *, force: bool = False) -> None:
     warnings.warn(message, stacklevel=3)
 
 
+@serialized
 def apply(
     config: KLConfig | PatchSpec | str | dict[str, Any], *, kl_outside_std: bool = False
 ) -> KLConfig:
@@ -251,11 +252,13 @@ def active_config() -> KLConfig | None:
     return None if _ACTIVE is None else _ACTIVE.config
 
 
+@serialized
 def applied() -> list[str]:
     """The patched verl functions (checked on the live modules); empty when not applied."""
     return REGISTRY.applied()
 
 
+@serialized
 def revert() -> None:
     """Restore every symbol the patch replaced, including in modules imported after apply."""
     global _ACTIVE

@@ -26,6 +26,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from kl_patches.adapters.files import MAX_SOURCE_FILE_BYTES, InputError, read_optional
 from kl_patches.adapters.history import resolve_release
 
 from .history import HISTORY, RELEASES
@@ -231,18 +232,16 @@ _VERSION_FILE = ("verl", "version", "version")
 def vendored_version(directory: Path) -> tuple[str, str] | None:
     """(version, file) of a verl copy inside ``directory`` (``verl/version/version``, or one
     folder deeper in a checkout named after verl: ``verl/verl/version/version``,
-    ``verl-main/verl/version/version``); None when there is none."""
+    ``verl-main/verl/version/version``); None when there is none. Read through the audit's
+    guarded reader: a version file that is a FIFO, a device or too big is an InputError."""
     candidates = [directory.joinpath(*_VERSION_FILE)]
     try:
-        children = sorted(p for p in directory.iterdir() if p.is_dir() and "verl" in p.name.lower())
+        children = sorted(p for p in directory.iterdir() if "verl" in p.name.lower() and p.is_dir())
     except OSError:
         children = []
     candidates += [child.joinpath(*_VERSION_FILE) for child in children[:16]]
     for path in candidates:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            continue
+        text = (read_optional(path) or "").strip()  # InputError: a FIFO, a device, too big
         first = text.splitlines()[0].strip() if text else ""
         if re.fullmatch(r"[0-9][0-9A-Za-z.+\-]*", first):
             return first, str(path)
@@ -258,9 +257,10 @@ def vendored_sign_bug(version_file: str) -> str | None:
     root = Path(version_file).parent.parent
     path = root / "workers" / "actor" / "dp_actor.py"
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        text = read_optional(path, MAX_SOURCE_FILE_BYTES)
+    except InputError:  # a FIFO, a device or an oversized file is not verl's dp_actor.py
         return None
+    lines = (text or "").splitlines()
     for number, line in enumerate(lines, 1):
         if _SIGN_BUG.search(line):
             return f"{path}:{number}"

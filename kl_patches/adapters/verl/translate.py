@@ -21,6 +21,7 @@ Nothing here imports verl: the defaults of the tested version are in :mod:`.vers
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,11 +195,13 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
         if "=" not in item:
             raise ValueError(f"Hydra override {item!r} has no '='; write key=value")
         key, value = item.split("=", 1)
-        out[key.lstrip("+").strip()] = _scalar(value.strip())
+        out[key.lstrip("+").strip()] = _scalar(value.strip(), key.lstrip("+").strip())
     return out
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str, key: str = "") -> Any:
+    """An override value as Hydra types it (quoted text, bool, null, int, float, text);
+    ValueError for an integer no float can hold (verl's ``float(...)`` would fail on it)."""
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     low = text.lower()
@@ -206,6 +209,12 @@ def _scalar(text: str) -> Any:
         return low == "true"
     if low in ("null", "none", "~"):
         return None
+    digits = text.lstrip("+-")
+    if digits.isdigit() and (len(digits) > 309 or int(digits) > sys.float_info.max):
+        raise ValueError(
+            f"{key or 'a Hydra override'}={text[:12]}...: an integer of {len(digits)} digits, "
+            "too large for any float (verl cannot use it as a number)"
+        )
     for kind in (int, float):
         try:
             return kind(text)
