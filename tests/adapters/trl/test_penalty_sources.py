@@ -121,8 +121,10 @@ def test_deferred_penalty_equals_extra_forward(
         assert len(trainer._logs["advantages"]) == len(table_before)
     # the same metrics are logged, once per generation batch
     metrics = trainer._metrics["train"]
-    assert len(metrics["kl/reward_penalty"]) == 2
-    assert metrics["kl/reward_penalty"][0] == pytest.approx(metrics["kl/reward_penalty"][1], 1e-6)
+    assert len(metrics["kl_patches/reward_penalty"]) == 2
+    assert metrics["kl_patches/reward_penalty"][0] == pytest.approx(
+        metrics["kl_patches/reward_penalty"][1], 1e-6
+    )
 
 
 def test_second_iteration_reuses_the_resolved_batch(dirs: tuple[Path, Path]) -> None:
@@ -134,7 +136,7 @@ def test_second_iteration_reuses_the_resolved_batch(dirs: tuple[Path, Path]) -> 
     second, _ = _loss_and_grads_in_place(trainer, batch)
     assert torch.equal(batch["advantages"], advantages)
     assert abs(float(first - second)) < TOL
-    assert len(trainer._metrics["train"]["kl/reward_penalty"]) == 1
+    assert len(trainer._metrics["train"]["kl_patches/reward_penalty"]) == 1
 
 
 def test_unresolved_deferral_fails_loudly(dirs: tuple[Path, Path]) -> None:
