@@ -12,7 +12,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat", "e2e"]
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"

@@ -8,6 +8,9 @@ OpenRLHF 0.11.x assumes CUDA devices in its Ray actors. Without changing OpenRLH
   ``utils/deepspeed/deepspeed.py:97``, ``trainer/ray/launcher.py:136,190``,
   ``trainer/ray/ppo_actor.py:148,171,436,627``, ``utils/distributed_util.py``;
 * ``init_device_mesh("cuda", ...)`` built on ``"cpu"`` (``utils/deepspeed/deepspeed.py:106``);
+* DeepSpeed's shared-memory all-reduce op not built and its Adam run as ``torch.optim.AdamW``
+  (its ``torch_adam`` option) instead of FusedAdam: both are C++ ops JIT-compiled on a CPU
+  accelerator (minutes on two cores, and a lock file a killed run leaves behind);
 * the replay buffer's target device on the CPU (``trainer/ppo_utils/replay_buffer.py:40``
   builds ``cuda:<current device>``);
 * the test's recorder (:mod:`.openrlhf_record`) when ``KL_E2E_RECORD`` names a directory.
@@ -44,6 +47,33 @@ def _cuda_no_ops() -> None:
     cuda.current_stream = lambda *a, **k: None
     cuda.current_device = lambda: _CpuDevice("cpu")
     cuda.kl_e2e = True
+
+
+def _no_shm_op() -> None:
+    """DeepSpeed's CPU backend JIT-compiles a shared-memory all-reduce op (a C++ build per
+    machine, minutes on two cores, and a lock file that a killed run leaves behind); without it
+    DeepSpeed uses torch.distributed, which one process per model needs no more of."""
+    from deepspeed.comm import torch as ds_torch
+
+    ds_torch.build_shm_op = lambda: None
+
+
+def _torch_adam() -> None:
+    """DeepSpeed's Adam through ``torch.optim.AdamW`` (its ``torch_adam`` option) instead of
+    FusedAdam, another JIT-compiled C++ op on a CPU accelerator."""
+    from deepspeed.runtime.engine import DeepSpeedEngine
+
+    original = DeepSpeedEngine.get_optimizer_configuration
+    if getattr(original, "kl_e2e", False):
+        return
+
+    @functools.wraps(original)
+    def get_optimizer_configuration(self: Any, parameters: Any, *args: Any, **kwargs: Any) -> Any:
+        parameters["torch_adam"] = True
+        return original(self, parameters, *args, **kwargs)
+
+    get_optimizer_configuration.kl_e2e = True  # type: ignore[attr-defined]
+    DeepSpeedEngine.get_optimizer_configuration = get_optimizer_configuration
 
 
 def _device_mesh() -> None:
@@ -91,6 +121,8 @@ def install() -> None:
     from .openrlhf_record import install as install_recorder
 
     after_import(["torch.cuda"], _cuda_no_ops)
+    after_import(["deepspeed.comm.torch"], _no_shm_op)
+    after_import(["deepspeed.runtime.engine"], _torch_adam)
     after_import(["openrlhf.utils.deepspeed.deepspeed"], _device_mesh)
     after_import(["openrlhf.trainer.ppo_utils.replay_buffer"], _replay_buffer_on_cpu)
     install_recorder()

@@ -12,6 +12,11 @@ directory. Each record is a ``torch.save`` file ``<kind>-<pid>-<n>.pt``:
   experience's masks and log-probs, the policy's log-probs of the training forward (a forward
   hook on the actor), the KL coefficient passed, and the status OpenRLHF returned (its ``kl``
   metric is the aggregated KL loss);
+* ``forward`` (every process, OpenRLHF's ``Actor.forward`` without gradients): the sequences and
+  the log-probs returned, with the pid (the reference model's process is the one that scores but
+  never trains); matched to the experiences by their token ids;
+* ``experience`` (the PPOTrainer actor, after ``make_experience``): each experience's sequences,
+  the order the ``advantage`` record's experiences come in;
 * ``process``: once per process that records, the config kl-patches applied there and which
   OpenRLHF symbols it patched (``delivery.status()``).
 """
@@ -73,7 +78,7 @@ def _report(role: str) -> None:
 
 
 FIELDS = ("scores", "rewards", "kl", "action_log_probs", "base_action_log_probs", "action_mask",
-          "index")  # fmt: skip
+          "index", "sequences")  # fmt: skip
 
 
 def _wrap_advantages(cls: Any) -> None:
@@ -138,6 +143,44 @@ def _wrap_training_step(cls: Any) -> None:
     cls.training_step = training_step
 
 
+def _wrap_model_forward(cls: Any) -> None:
+    """OpenRLHF's ``Actor.forward`` (a plain class: the ``@ray.remote`` model actors hold one),
+    recorded when it runs without gradients: the reference model's and the policy's scoring
+    forwards."""
+    original = cls.forward
+    if getattr(original, "kl_e2e", False):
+        return
+
+    @functools.wraps(original)
+    def forward(self: Any, sequences: Any, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        out = original(self, sequences, *args, **kwargs)
+        if not torch.is_grad_enabled():
+            log_probs = out[0] if isinstance(out, tuple) else out
+            _save("forward", {"pid": os.getpid(), "sequences": _cpu(sequences),
+                              "log_probs": _cpu(log_probs)})  # fmt: skip
+        return out
+
+    forward.kl_e2e = True  # type: ignore[attr-defined]
+    cls.forward = forward
+
+
+def _wrap_make_experience(cls: Any) -> None:
+    original = cls.make_experience
+    if getattr(original, "kl_e2e", False):
+        return
+
+    @functools.wraps(original)
+    def make_experience(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        _save("experience", {"sequences": [_cpu(e.sequences) for e in out]})
+        return out
+
+    make_experience.kl_e2e = True  # type: ignore[attr-defined]
+    cls.make_experience = make_experience
+
+
 def install() -> None:
     """Wrap the recording points when their modules are imported (only with ``KL_E2E_RECORD``)."""
     if not os.environ.get(ENV):
@@ -148,6 +191,12 @@ def install() -> None:
         from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
 
         _wrap_advantages(RemoteExperienceMaker)
+        _wrap_make_experience(RemoteExperienceMaker)
+
+    def model() -> None:
+        from openrlhf.models.actor import Actor
+
+        _wrap_model_forward(Actor)
 
     def loss() -> None:
         from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
@@ -156,3 +205,4 @@ def install() -> None:
 
     after_import(["openrlhf.trainer.ppo_utils.experience_maker"], reward)
     after_import(["openrlhf.trainer.ray.ppo_actor"], loss)
+    after_import(["openrlhf.models.actor"], model)

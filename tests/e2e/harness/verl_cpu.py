@@ -12,7 +12,8 @@ verl 0.9.1 has no CPU training path; this module supplies what it lacks, without
   accelerator);
 * the rollout backend ``hfcpu`` (:mod:`.verl_rollout`): a Ray actor sampling with transformers,
   registered in verl's rollout and replica registries;
-* the test's recorder (:mod:`.verl_record`) when ``KL_E2E_RECORD`` names a directory.
+* the test's recorder (:mod:`.verl_record`) when ``KL_E2E_RECORD`` names a directory, and the
+  KL-code timer (:mod:`.profile`) when ``KL_E2E_PROFILE`` does (benchmarks only).
 
 Each piece is installed when the verl module it extends has been imported (so loading this
 module inside ``import verl`` imports nothing heavy).
@@ -30,6 +31,7 @@ from verl.plugin.platform.platform_manager import PlatformRegistry
 
 from kl_patches.adapters.delivery import after_import
 
+from .profile import install as _install_profile
 from .verl_record import install as _install_recorder
 
 
@@ -196,6 +198,7 @@ def install() -> None:
     after_import(["verl.workers.engine.fsdp.transformer_impl"], _cpu_engines)
     after_import(["verl.workers.rollout.replica"], _rollout)
     _install_recorder()
+    _install_profile()
 
 
 install()

@@ -83,6 +83,20 @@ class _LoadableModel:
                 self.loaded += 1
 
 
+def _update_weight_on_cpu(
+    self: Any, name: str, dtype: Any, shape: Any, empty_cache: bool = False
+) -> None:
+    """OpenRLHF's ``WorkerWrap.update_weight`` on a CPU: the same receive (the trainer's
+    broadcast through the weight-sync group) into a CPU tensor instead of a CUDA one."""
+    import torch
+
+    if dtype != self.model_config.dtype:
+        raise TypeError(f"mismatch dtype: src {dtype}, dst {self.model_config.dtype}")
+    weight = torch.empty(shape, dtype=dtype)
+    self._model_update_group.broadcast(weight, src=0, stream=None)
+    self.model_runner.model.load_weights(weights=[(name, weight)])
+
+
 @dataclass
 class _ModelConfig:
     dtype: Any
@@ -120,7 +134,7 @@ class AsyncLLMEngine:
         if path:
             module, _, name = path.rpartition(".")
             base = getattr(importlib.import_module(module), name)
-        worker = type("Worker", (base,), {})()
+        worker = type("Worker", (base,), {"update_weight": _update_weight_on_cpu})()
         worker.device = torch.device("cpu")
         worker.model_config = _ModelConfig(dtype)
         worker.model_runner = _ModelRunner(self.model)
