@@ -169,7 +169,7 @@ FULL_COMPOSE = (NATIVE_LOSS[0], NATIVE_REWARD[0], NATIVE_BOTH[0], PATCHED[0])
 )
 def test_verl_hydra_accepts_overrides(config: KLConfig, full: bool) -> None:
     """A full Hydra compose for one config of each kind, the faster overlay for the others."""
-    cfg = (composed if full else overlay)(kv.to_overrides(config))
+    cfg = (composed if full else overlay)(native_overrides(config))
     assert kv.from_config(cfg) == (
         config
         if kv.needs_patch(config)
@@ -211,11 +211,11 @@ def test_actor_dataclass_accepts_loss_overrides(config: KLConfig) -> None:
     from verl.utils.config import omega_conf_to_dataclass
 
     micro = ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
-    actor = omega_conf_to_dataclass(
-        overlay([*native_overrides(config), *micro]).actor_rollout_ref.actor
-    )
+    patched = kv.needs_patch(config)
+    overrides = kv.to_overrides(config) if patched else native_overrides(config)
+    actor = omega_conf_to_dataclass(overlay([*overrides, *micro]).actor_rollout_ref.actor)
     assert actor.use_kl_loss and actor.kl_loss_coef == config.loss_coef_value
-    if kv.needs_patch(config):  # the patch aggregates the KL: the policy loss keeps verl's mode
+    if patched:  # the patch aggregates the KL: the policy loss keeps verl's mode
         assert actor.loss_agg_mode == "token-mean"
     else:
         assert actor.loss_agg_mode == versions.AGG_TO_VERL[config.loss_aggregation]
