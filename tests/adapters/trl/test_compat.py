@@ -297,7 +297,7 @@ def test_overriding_subclass_is_refused_when_built(
         trainer = _build(dirs, mine, scale_rewards="none")
     harness.perturb(trainer.model)
     harness.scored_batch(trainer)
-    assert trainer._metrics["train"]["kl/k1_reward"]  # its override calls super(): hooks run
+    assert trainer._metrics["train"]["kl_patches/reward_sequence_kl"]  # its override calls super(): hooks run
     dropin = _subclass(klt.GRPOTrainer, "user_code")
     monkeypatch.delenv(FORCE_ENV)
     with pytest.raises(foreign.ForeignTrainerError, match=r"MyGRPOTrainer\._compute_loss"):
@@ -354,7 +354,7 @@ def test_five_grpo_steps_with_k1_in_reward_through_apply(dirs: tuple[Path, Path]
     trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logs) == 5 and all(torch.isfinite(torch.tensor(h["loss"])) for h in logs)
-    assert all("kl/k1_reward" in h and "kl/reward_penalty" in h for h in logs)
+    assert all("kl_patches/reward_sequence_kl" in h and "kl_patches/reward_penalty" in h for h in logs)
     moved = max(
         float((a.detach() - b).abs().max())
         for a, b in zip(trainer.model.parameters(), before, strict=True)

@@ -202,7 +202,7 @@ def test_training_forwards_and_result(
     assert max_diff(params_d, params_e) < TOL
     start = harness.make_trainer(*dirs, "GRPO", patched=True, kl=CONFIGS[name], **steps)
     assert max_diff(params_d, list(start.model.parameters())) > 1e-3  # training moved them
-    for key in ("kl/k1_reward" if name == "k1-in-reward" else "kl/k3_reward", "reward"):
+    for key in ("kl_patches/reward_sequence_kl", "reward"):
         got = [row[key] for row in deferred.state.log_history if key in row]
         want = [row[key] for row in extra.state.log_history if key in row]
         assert len(got) == len(want) == 3  # logged at every step, as before
