@@ -12,7 +12,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat", "e2e"]
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
@@ -51,16 +51,25 @@ def core(session: nox.Session) -> None:
     """
     session.install(TORCH)
     session.install("-e", ".[dev,audit]")
-    _pytest(session, "tests", *(f"--ignore={_tests(lib)}" for lib in LIBRARIES))
+    _pytest(
+        session,
+        "tests",
+        "--ignore=tests/e2e",
+        *(f"--ignore={_tests(lib)}" for lib in LIBRARIES),
+    )
 
 
 @nox.session
 def trl(session: nox.Session) -> None:
     """TRL adapter against real TRL 1.16.0 on CPU (the extra is the supported range; the
     session pins the release the bit-for-bit tests were written against)."""
+    _install_trl(session)
+    _pytest(session, _tests("trl"))
+
+
+def _install_trl(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("-e", ".[trl,dev]", "trl==1.16.0")
-    _pytest(session, _tests("trl"))
 
 
 VERL_CPU_DEPS = (
@@ -93,11 +102,15 @@ def verl(session: nox.Session) -> None:
     installed in editable mode so the ``verl.plugins`` entry point is registered (the Ray test
     needs it).
     """
+    _install_verl(session)
+    _pytest(session, _tests("verl"))
+
+
+def _install_verl(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("--no-deps", "verl==0.9.1")
     session.install(*VERL_CPU_DEPS, "pytest>=8")
     session.install("--no-deps", "-e", ".")
-    _pytest(session, _tests("verl"))
 
 
 OPENRLHF_CPU_DEPS = (
@@ -122,12 +135,28 @@ def openrlhf(session: nox.Session) -> None:
     this package --no-deps. The tests put import-only stand-ins for vllm and flash_attn (under
     tests/adapters/openrlhf_support/stubs) on the path.
     """
+    _install_openrlhf(session)
+    _pytest(session, _tests("openrlhf"))
+
+
+def _install_openrlhf(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("--no-deps", "openrlhf==0.11.2")
     session.install("deepspeed==0.19.6", env={"DS_BUILD_OPS": "0"})
     session.install(*OPENRLHF_CPU_DEPS, "pytest>=8")
     session.install("--no-deps", "-e", ".")
-    _pytest(session, _tests("openrlhf"))
+
+
+@nox.session
+@nox.parametrize("library", ["trl", "verl", "openrlhf"])
+def e2e(session: nox.Session, library: str) -> None:
+    """Each library's own trainer run end to end on CPU through the user's launch path
+    (``tests/e2e/``): a tiny model built in the test, 3 steps per configuration, the values
+    the workers used recomputed in the test. Same environment as the library's session."""
+    {"trl": _install_trl, "verl": _install_verl, "openrlhf": _install_openrlhf}[library](session)
+    if library == "verl":
+        session.install("aiohttp")  # verl's reward loop (used by the trainer, not the unit tests)
+    _pytest(session, os.path.join("tests", "e2e", f"test_{library}.py"))
 
 
 @nox.session

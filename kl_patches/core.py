@@ -88,7 +88,7 @@ def nonfinite_count(reset: bool = False) -> int:
 
     Each core call that masks tokens adds their number, so a bad token that reaches both the
     reward side and the loss side counts twice. An adapter logs it as a metric, e.g.
-    ``metrics["kl/nonfinite_masked"] = core.nonfinite_count(reset=True)`` once per step.
+    ``metrics["kl_patches/nonfinite_masked"] = core.nonfinite_count(reset=True)`` once per step.
     """
     global _MASKED
     with _MASKED_LOCK:

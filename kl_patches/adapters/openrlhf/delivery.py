@@ -60,7 +60,9 @@ def config_to_env(config: KLConfig) -> str:
 def _patch(side: str) -> None:
     from kl_patches.adapters.openrlhf import patch
 
-    patch.apply(config_from_env(), only=side)
+    config = patch.apply(config_from_env(), only=side)
+    if side in patch.needed_sides(config):
+        delivery.announce("openrlhf", f"{config} ({side} side patched)")
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -85,21 +87,28 @@ class _PatchingLoader(importlib.abc.Loader):
 class _PostImportFinder(importlib.abc.MetaPathFinder):
     """Wraps the loader of the two OpenRLHF modules that hold the KL code."""
 
+    def __init__(self) -> None:
+        self._busy: set[str] = set()
+
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         side = MODULE_SIDES.get(fullname)
-        if side is None:
+        if side is None or fullname in self._busy:
+            return None  # (busy: another wrapping finder asked us back for the same name)
+        self._busy.add(fullname)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    if spec.loader is not None:
+                        spec.loader = _PatchingLoader(spec.loader, side)
+                    return spec  # type: ignore[no-any-return]
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _PatchingLoader(spec.loader, side)
-                return spec
-        return None
+        finally:
+            self._busy.discard(fullname)
 
 
 def _finder() -> _PostImportFinder | None:

@@ -51,6 +51,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
+from kl_patches.adapters import metrics
 from kl_patches.adapters.patching import MARK, PatchRegistry, Target, serialized
 from kl_patches.config import KLConfig
 
@@ -130,6 +131,8 @@ class _Step:
     """The sampling policy's log-probs of the experience (``action_log_probs``): what OpenRLHF
     0.11.1+ passes to ``compute_approx_kl`` as ``log_probs_old``, and earlier releases do not."""
     offpolicy: offpolicy.Inputs | None = None
+    loss_kl: torch.Tensor | None = None
+    """Token mean of the loss-side per-token estimator values (the shared ``loss_kl`` metric)."""
 
 
 _STEP: contextvars.ContextVar[_Step | None] = contextvars.ContextVar(
@@ -220,7 +223,11 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                     # OpenRLHF multiplies by kl_ctl.value and sums to go (its native path).
                     exp.kl = core.kl_terms(logp, ref, mask, shaped)
                 tokens = mask.sum(-1).clamp(min=1)
-                exp.info["kl"] = core.sequence_kl(logp, ref, mask, shaped) / tokens
+                seq_kl = core.sequence_kl(logp, ref, mask, shaped)
+                exp.info["kl"] = seq_kl / tokens
+                exp.info[metrics.REWARD_SEQUENCE_KL] = seq_kl.detach().float()
+                exp.info[metrics.REWARD_PENALTY] = coef * seq_kl.detach().float()
+                exp.info[metrics.ACTIVE] = torch.ones_like(seq_kl, dtype=torch.float32)
         return original(self, experiences)
 
     return compute_advantages_and_returns
@@ -250,15 +257,34 @@ def _loss_values(original: Any) -> Callable[..., Any]:
                 log_probs, log_probs_base, log_probs_old, step.mask, _config()
             )
             step.kl_values = values
+            step.loss_kl = _token_mean(log_probs, log_probs_base, step.mask)
             return values
         old = None if log_probs_old is None else log_probs_old.float()
         values = core.loss_per_token(
             log_probs.float(), log_probs_base.float(), step.mask, _config(), old_logp=old
         )
         step.kl_values = values
+        step.loss_kl = _token_mean(log_probs, log_probs_base, step.mask)
         return values
 
     return compute_approx_kl
+
+
+def _token_mean(logp: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Token mean of the per-token estimator values (the shared ``loss_kl`` metric)."""
+    values = core.kl_terms(logp.detach().float(), ref.detach().float(), mask, _config())
+    return values.sum() / mask.sum().clamp(min=1)
+
+
+def _add_loss_metrics(status: Any, state: _Step) -> Any:
+    """The shared loss-side metrics in the status ``training_step`` returns (token means)."""
+    if state.loss_kl is None or not isinstance(status, dict) or "metrics" not in status:
+        return status
+    status["metrics"][metrics.LOSS_KL] = state.loss_kl
+    status["weights"][metrics.LOSS_KL] = "token"
+    status["metrics"][metrics.ACTIVE] = torch.ones((), dtype=torch.float32)
+    status["weights"][metrics.ACTIVE] = "token"
+    return status
 
 
 def _loss_aggregate(original: Any) -> Callable[..., Any]:
@@ -342,7 +368,7 @@ def _training_step(original: Any) -> Callable[..., Any]:
             status = original(self, experience, kl_ctl, step, *args, **kwargs)
         finally:
             _STEP.reset(token)
-        return offpolicy.add_metrics(status, state.offpolicy)
+        return _add_loss_metrics(offpolicy.add_metrics(status, state.offpolicy), state)
 
     return training_step
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import torch
 
+from kl_patches.adapters import metrics
 from kl_patches.config import KLConfig
 from kl_patches.core import full_kl, kl_terms, loss_term, reward_penalty, sequence_kl
 
@@ -198,8 +199,8 @@ def init_state(
 ) -> None:
     """Attach the adapter's per-trainer state (before TRL's ``__init__`` runs).
 
-    ``full_monitor`` logs ``kl/full_vocab``, the exact KL over the vocabulary summed over each
-    completion (:func:`kl_patches.core.full_kl`): a low-variance monitor that costs one extra
+    ``full_monitor`` logs ``kl_patches/full_vocab``, the exact KL over the vocabulary summed over
+    each completion (:func:`kl_patches.core.full_kl`): a low-variance monitor that costs one extra
     policy and one extra reference forward with full logits per generation batch.
 
     ``sampling_logps`` (GRPO, reward side): where the penalty would otherwise need the extra
@@ -535,7 +536,7 @@ _MULTIMODAL = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_
 
 
 def _log_full_kl(trainer: Any, calls: list[Any], mask: torch.Tensor) -> None:
-    """``kl/full_vocab``: mean over completions of sum_t KL(pi(.|s_t) || pi_ref(.|s_t))."""
+    """``kl_patches/full_vocab``: mean over completions of sum_t KL(pi(.|s_t) || pi_ref(.|s_t))."""
     if not calls:
         raise RuntimeError(
             _NOT_TAKEN.format(hook="_get_per_token_logps_and_entropies", where="scoring")
@@ -556,7 +557,7 @@ def _log_full_kl(trainer: Any, calls: list[Any], mask: torch.Tensor) -> None:
             ]
             trainer._kl_forwards["monitor"] += 2
             totals.append(full_kl(logits[0], logits[1], mask[rows]).sum(-1))
-    _log(trainer, "kl/full_vocab", _global_mean(trainer, torch.cat(totals)))
+    _log(trainer, metrics.FULL_VOCAB, _global_mean(trainer, torch.cat(totals)))
 
 
 def _local_slice(trainer: Any, batch_size: int) -> slice:
@@ -571,8 +572,9 @@ def _log_reward_side(
     seq_config = config.replace(reward_shape="sequence")
     penalty = reward_penalty(policy, ref, mask, seq_config)
     estimate = sequence_kl(policy.detach(), ref, mask, seq_config)
-    _log(trainer, f"kl/{config.estimator}_reward", _global_mean(trainer, estimate))
-    _log(trainer, "kl/reward_penalty", _global_mean(trainer, penalty))
+    _log(trainer, metrics.REWARD_SEQUENCE_KL, _global_mean(trainer, estimate))
+    _log(trainer, metrics.REWARD_PENALTY, _global_mean(trainer, penalty))
+    _log(trainer, metrics.ACTIVE, 1.0)
     return penalty
 
 
@@ -801,7 +803,8 @@ def grpo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
     if divisor != 1.0:
         term = term / divisor
     values = kl_terms(logp.detach(), ref, mask, config)
-    _log(trainer, f"kl/{config.estimator}_loss", _global_token_mean(trainer, values, mask))
+    _log(trainer, metrics.LOSS_KL, _global_token_mean(trainer, values, mask))
+    _log(trainer, metrics.ACTIVE, 1.0)
     return loss + term
 
 
@@ -875,5 +878,6 @@ def rloo_compute_loss(trainer: Any, call: Callable[..., Any], model: Any, inputs
         return loss
     term = loss_term(logp, ref, mask, config, old_logp=old)
     values = kl_terms(logp.detach(), ref, mask, config)
-    _log(trainer, f"kl/{config.estimator}_loss", _global_token_mean(trainer, values, mask))
+    _log(trainer, metrics.LOSS_KL, _global_token_mean(trainer, values, mask))
+    _log(trainer, metrics.ACTIVE, 1.0)
     return loss + term

@@ -19,9 +19,10 @@ up to one mean over the step's completions (per process; DDP averages the proces
 gradient of ``coef * KL`` estimated over the step, not a token mean. No baseline and no group
 std scaling (a baseline is not unbiased under samples from mu without a weight of its own).
 
-Logged, like the other KL metrics, in TRL's metrics: ``kl/{estimator}_reward`` (the sequence
-estimate at the current policy), ``kl/reward_penalty`` (P at each completion's first token: the
-importance-weighted sequence KL times coef), ``kl/is_weight_mean`` and ``kl/is_weight_max``
+Logged, like the other KL metrics, in TRL's metrics: ``kl_patches/reward_sequence_kl`` (the
+sequence estimate at the current policy), ``kl_patches/reward_penalty`` (P at each completion's
+first token: the importance-weighted sequence KL times coef), ``kl_patches/is_weight_mean`` and
+``kl_patches/is_weight_max``
 (the unclipped prefix weight of each completion's last token).
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
+from kl_patches.adapters import metrics
 from kl_patches.config import KLConfig
 
 
@@ -94,11 +96,12 @@ def surrogate(
     log_w = core.prefix_log_weights(current, behaviour, mask)
     last = log_w.gather(-1, (mask.long().cumsum(-1).argmax(-1, keepdim=True))).squeeze(-1)
     weights = last.float().exp()
-    _log(trainer, f"kl/{config.estimator}_reward", _global_mean(trainer, estimate))
-    _log(trainer, "kl/reward_penalty", _global_mean(trainer, _first_token(penalty, mask)))
-    _log(trainer, "kl/is_weight_mean", _global_mean(trainer, weights))
+    _log(trainer, metrics.REWARD_SEQUENCE_KL, _global_mean(trainer, estimate))
+    _log(trainer, metrics.REWARD_PENALTY, _global_mean(trainer, _first_token(penalty, mask)))
+    _log(trainer, metrics.IS_WEIGHT_MEAN, _global_mean(trainer, weights))
+    _log(trainer, metrics.ACTIVE, 1.0)
     gathered = trainer.accelerator.gather(weights.detach())
-    _log(trainer, "kl/is_weight_max", float(gathered.max().item()) if gathered.numel() else 1.0)
+    _log(trainer, metrics.IS_WEIGHT_MAX, float(gathered.max().item()) if gathered.numel() else 1.0)
     return term / divisor if divisor != 1.0 else term
 
 

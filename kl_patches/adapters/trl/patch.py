@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from kl_patches.adapters import delivery
 from kl_patches.adapters.patching import PatchRegistry, Target, serialized
 from kl_patches.config import KLConfig
 
@@ -244,7 +245,7 @@ def apply(
     Without ``config``: the one in ``KL_PATCHES_TRL`` (:mod:`.delivery`) when set, else the
     default k1-in-reward.
 
-    ``full_monitor`` makes them log the exact full-vocabulary KL (``kl/full_vocab``). Raises
+    ``full_monitor`` makes them log the exact full-vocabulary KL (``kl_patches/full_vocab``). Raises
     when :func:`guard` refuses the installed TRL (an untested version, a failed behaviour
     canary, a foreign trainer class, a changed signature) unless ``force`` (or
     ``KL_PATCHES_FORCE=1``), and if a hooked method is missing. Returns the active config.
@@ -256,6 +257,7 @@ def apply(
     for kind, items in targets().items():
         for target in items:
             REGISTRY.patch(target, functools.partial(_wrap, kind, target.attr))
+    delivery.announce("trl", str(resolved))
     return resolved
 
 

@@ -3,7 +3,7 @@
 ``GRPOTrainer(model, reward_funcs, args=GRPOConfig(...), ..., kl="k1-in-reward")`` takes every
 TRL argument unchanged; ``kl`` is a :class:`~kl_patches.KLConfig`, a short name
 (``"k3-in-loss"``) or a dict, and defaults to the paper's k1-in-reward at ``coef=0.05``;
-``kl_full_monitor=True`` also logs the exact full-vocabulary KL (``kl/full_vocab``). TRL's
+``kl_full_monitor=True`` also logs the exact full-vocabulary KL (``kl_patches/full_vocab``). TRL's
 ``beta`` becomes an internal switch (see :mod:`.hooks`). Importing this module imports TRL and
 checks its version.
 """

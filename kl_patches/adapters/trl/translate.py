@@ -68,8 +68,9 @@ def _kl_arguments() -> type:
             dataclasses.field(
                 default=False,
                 metadata={
-                    "help": "Also log kl/full_vocab, the exact KL over the vocabulary (two extra "
-                    "forwards per generation batch). A monitor only: not part of the KL config."
+                    "help": "Also log kl_patches/full_vocab, the exact KL over the vocabulary (two "
+                    "extra forwards per generation batch). A monitor only: not part of the KL "
+                    "config."
                 },
             ),
         )

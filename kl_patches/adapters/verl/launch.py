@@ -34,11 +34,20 @@ from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
 from .read import read
-from .translate import needs_patch, patch_spec_of, settings_of
+from .translate import (
+    needs_patch,
+    parse_overrides,
+    patch_spec_of,
+    policy_aggregation_changed,
+    settings_of,
+)
 from .translate import to_overrides as _to_overrides
-from .versions import ACTOR, DEFAULTS, ENV_VAR, TESTED_VERSIONS, installed_version
+from .versions import ACTOR, AGG_TO_VERL, DEFAULTS, ENV_VAR, TESTED_VERSIONS, installed_version
 
 ENTRY = "verl.trainer.main_ppo"
+AGG_KEY = ACTOR + "loss_agg_mode"
+PLUGIN_MODULE = "kl_patches.adapters.verl.plugin"
+"""The plugin, also loadable through ``VERL_USE_EXTERNAL_MODULES`` (verl >= 0.6)."""
 
 DEFAULTS_OF_FLAGS = {
     "coef": flags.Default(
@@ -152,7 +161,13 @@ def _key(override: str) -> str:
 
 def build(config: KLConfig | None, user: list[str], kl_outside_std: bool = False) -> list[str]:
     """The user's overrides plus ours; raises if both set the same key."""
-    ours = [] if config is None else _to_overrides(config, kl_outside_std=kl_outside_std)
+    ours = (
+        []
+        if config is None
+        else _to_overrides(
+            config, kl_outside_std=kl_outside_std, policy_loss_agg_mode=_user_aggregation(user)
+        )
+    )
     clash = sorted({_key(o) for o in ours} & {_key(o) for o in user})
     if clash:
         raise ValueError(
@@ -162,14 +177,64 @@ def build(config: KLConfig | None, user: list[str], kl_outside_std: bool = False
     return [*user, *ours]
 
 
-def _check_plugin() -> None:
-    from importlib.metadata import entry_points
+def _user_aggregation(user: list[str]) -> str | None:
+    value = parse_overrides(user).get(AGG_KEY)
+    return None if value is None else str(value)
 
+
+def aggregation_note(config: KLConfig | None, user: list[str]) -> str | None:
+    """What the launch output says about verl's ``loss_agg_mode`` for ``config`` (None: nothing
+    to say). verl aggregates its policy loss and its KL loss with the same mode."""
+    if config is None or not config.has_loss:
+        return None
+    current = _user_aggregation(user)
+    changed = policy_aggregation_changed(config, current)
+    shown = current or "token-mean (verl's default)"
+    if changed is not None:
+        return (
+            f"{AGG_KEY}={changed} (was {shown}): with placement 'both' the reward-side KL "
+            "reaches the gradient through the policy loss, so the policy loss is aggregated "
+            f"like the loss-side KL ({config.loss_aggregation}) for the two to add up to one "
+            "coef * KL"
+        )
+    if config.placement == "loss" and AGG_TO_VERL[config.loss_aggregation] != (
+        current or "token-mean"
+    ):
+        return (
+            f"{AGG_KEY} stays {shown} for the policy loss; kl-patches aggregates the KL loss "
+            f"itself ({config.loss_aggregation})"
+        )
+    return None
+
+
+def _check_plugin() -> None:
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
+
+    external = os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")
+    if PLUGIN_MODULE in {m.strip() for m in external}:
+        return  # verl imports the plugin in every process without the entry point
     names = [ep.name for ep in entry_points(group="verl.plugins")]
     if "kl_patches" not in names:
+        import kl_patches
+
+        where = Path(kl_patches.__file__).resolve().parent.parent
+        try:
+            distribution("kl-patches")
+            installed = True
+        except PackageNotFoundError:
+            installed = False
+        how = (
+            f"kl_patches is imported from {where} but is not installed as a package (on "
+            "PYTHONPATH only), so verl cannot find its plugin. Install it in this environment "
+            f"and on every node: pip install -e {where} (a checkout) or pip install kl-patches"
+            if not installed
+            else "the installed kl-patches has no 'kl_patches' verl.plugins entry point: "
+            "reinstall it (pip install --force-reinstall kl-patches) on every node"
+        )
         raise RuntimeError(
-            "the 'kl_patches' verl.plugins entry point is not installed (pip install kl-patches "
-            "on every node): without it Ray workers would not apply the patch"
+            f"{how}. Without the entry point Ray workers would not apply the patch. Or load the "
+            f"plugin without it: VERL_USE_EXTERNAL_MODULES={PLUGIN_MODULE} with "
+            "kl_patches importable in every Ray worker."
         )
     policy = os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
     if policy != "auto" and "kl_patches" not in {p.strip() for p in policy.split(",")}:
@@ -205,7 +270,7 @@ def main(argv: list[str]) -> int:
     kl_outside_std = outside_std(args)
     overrides = build(config, user, kl_outside_std)
     reading = read(overrides)
-    announce(_report(args, config, kl_outside_std, reading))
+    announce(_report(args, config, kl_outside_std, reading, user))
     for finding in reading.findings:
         fix = f" Fix: {finding.fix}" if finding.fix else ""
         print(
@@ -244,7 +309,11 @@ def main(argv: list[str]) -> int:
 
 
 def _report(
-    args: argparse.Namespace, config: KLConfig | None, kl_outside_std: bool, reading: Any
+    args: argparse.Namespace,
+    config: KLConfig | None,
+    kl_outside_std: bool,
+    reading: Any,
+    user: list[str],
 ) -> LaunchReport:
     """The KL block of a launch: what verl will run with the combined overrides."""
     if config is None:
@@ -266,6 +335,9 @@ def _report(
 
         if not verdict(reading.config, off_policy=reading.off_policy).unbiased:
             notes.append(f"k1-in-reward natively: {v_fix}")
+    aggregation = aggregation_note(config, user)
+    if aggregation is not None:
+        notes.append(aggregation)
     version = installed_version()
     if version is not None and version not in TESTED_VERSIONS:
         notes.append(

@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from kl_patches import core
+from kl_patches.adapters import metrics as shared
 from kl_patches.adapters.patching import PatchRegistry, Target, is_replacement, serialized
 from kl_patches.config import KLConfig
 
@@ -336,8 +337,9 @@ def _apply_kl_penalty(
     metrics = {
         "actor/reward_kl_penalty": per_token_kl,
         "actor/reward_kl_penalty_coeff": cfg.coef,
-        "kl_patches/reward_sequence_kl": sequence_kl,
-        "kl_patches/active": 1.0,
+        shared.REWARD_SEQUENCE_KL: sequence_kl,
+        shared.REWARD_PENALTY: cfg.coef * sequence_kl,
+        shared.ACTIVE: 1.0,
     }
     return data, metrics
 
@@ -668,7 +670,7 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
             "(the reference model is not enabled?)"
         )
     from verl.trainer.ppo import core_algos
-    from verl.utils.metric import Metric
+    from verl.utils.metric import AggregationType, Metric
 
     registry = core_algos.POLICY_LOSS_REGISTRY
     previous = registry.get(CAPTURE_LOSS_MODE)
@@ -697,7 +699,11 @@ def _ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -
         value=kl_loss.detach() / cfg.loss_coef_value, aggregation=aggregation
     )
     metrics["kl_coef"] = cfg.loss_coef_value
-    metrics["kl_patches/active"] = 1.0
+    values = core.kl_terms(log_prob.detach(), ref, mask, cfg)  # the shared loss_kl metric
+    metrics[shared.LOSS_KL] = Metric(
+        value=values.sum() / mask.sum().clamp(min=1), aggregation=AggregationType.MEAN
+    )
+    metrics[shared.ACTIVE] = 1.0
     return loss + kl_loss, metrics
 
 

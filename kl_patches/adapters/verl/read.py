@@ -859,7 +859,9 @@ def _value_estimator(name: str) -> str | None:
 
 def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Finding]:
     out: list[Finding] = []
-    mode = str(s[ACTOR + "loss_agg_mode"])
+    # the patch aggregates its KL itself (KLConfig.loss_aggregation): loss_agg_mode is then the
+    # policy loss's alone
+    mode = "" if name == MARKER else str(s[ACTOR + "loss_agg_mode"])
     if mode == "token-mean":
         out.append(
             Finding(

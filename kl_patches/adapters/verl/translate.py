@@ -80,8 +80,31 @@ def _native_clamps(config: KLConfig) -> bool:
     return clamps == (None, None) or clamps == NATIVE_CLAMPS[config.estimator]
 
 
+def policy_aggregation_changed(
+    config: KLConfig, policy_loss_agg_mode: str | None = None
+) -> str | None:
+    """The ``loss_agg_mode`` :func:`to_overrides` sets for ``config``, or None when it leaves
+    the user's (``policy_loss_agg_mode``; None: verl's default ``token-mean``) alone.
+
+    verl aggregates the policy loss and its own KL loss with the same ``loss_agg_mode``. Only
+    placement ``both`` needs it changed: its reward-side KL reaches the gradient through the
+    policy loss, which must then be aggregated like the loss-side KL (``loss_aggregation``) for
+    the two to add up to one ``coef * KL``. A loss-only config keeps the user's policy loss: when
+    its aggregation differs, the patched ``ppo_loss`` aggregates the KL itself.
+    """
+    cfg = KLConfig.coerce(config)
+    current = policy_loss_agg_mode or str(DEFAULTS[ACTOR + "loss_agg_mode"])
+    wanted = AGG_TO_VERL[cfg.loss_aggregation]
+    if cfg.placement == "both" and wanted != current:
+        return wanted
+    return None
+
+
 def to_overrides(
-    config: KLConfig | str | Mapping[str, Any], *, kl_outside_std: bool = False
+    config: KLConfig | str | Mapping[str, Any],
+    *,
+    kl_outside_std: bool = False,
+    policy_loss_agg_mode: str | None = None,
 ) -> list[str]:
     """Hydra overrides that make verl 0.9.1 run ``config``.
 
@@ -89,8 +112,13 @@ def to_overrides(
     estimator name is :data:`MARKER` (so both sides come from ``kl_patches.core`` with the same
     numerics) and the patch is requested for every Ray process through
     ``ray_kwargs.ray_init.runtime_env.env_vars`` (the ``verl.plugins`` entry point applies it).
-    Natively, k3 keeps verl's clamps (log-ratio to 20, value to 10). A loss side sets
-    ``loss_agg_mode``, which verl shares between the policy loss and the KL loss.
+    Natively, k3 keeps verl's clamps (log-ratio to 20, value to 10).
+
+    ``loss_agg_mode`` is verl's aggregation of the policy loss *and* of its own KL loss;
+    ``policy_loss_agg_mode`` is the one the user runs (None: verl's default). It is changed only
+    for placement ``both`` (:func:`policy_aggregation_changed`); a loss-only config whose
+    ``loss_aggregation`` differs from it runs through the patch, whose ``ppo_loss`` aggregates
+    the KL itself and leaves the policy loss as the user set it.
     """
     cfg = KLConfig.coerce(dict(config) if isinstance(config, Mapping) else config)
     if offpolicy.active(cfg):  # the reward side runs in the actor's loss (offpolicy.py)
@@ -106,7 +134,11 @@ def to_overrides(
     if kl_outside_std and cfg.reward_shape != "sequence":
         raise ValueError("kl_outside_std=True needs reward_shape='sequence' (GRPO sums the reward)")
     out: list[str] = []
-    patched = needs_patch(cfg, kl_outside_std)
+    current = policy_loss_agg_mode or str(DEFAULTS[ACTOR + "loss_agg_mode"])
+    own_aggregation = (
+        cfg.placement == "loss" and AGG_TO_VERL[cfg.loss_aggregation] != current
+    )  # verl would aggregate the KL like the policy loss: the patch aggregates it instead
+    patched = needs_patch(cfg, kl_outside_std) or own_aggregation
     if cfg.has_reward:
         name = MARKER if patched else NATIVE_NAME[cfg.estimator]
         out += [
@@ -123,8 +155,10 @@ def to_overrides(
             f"{ACTOR}use_kl_loss=True",
             f"{ACTOR}kl_loss_type={name}",
             f"{ACTOR}kl_loss_coef={cfg.loss_coef_value!r}",
-            f"{ACTOR}loss_agg_mode={AGG_TO_VERL[cfg.loss_aggregation]}",
         ]
+        changed = policy_aggregation_changed(cfg, policy_loss_agg_mode)
+        if changed is not None:
+            out.append(f"{ACTOR}loss_agg_mode={changed}")
     else:
         out.append(f"{ACTOR}use_kl_loss=False")
     if patched:

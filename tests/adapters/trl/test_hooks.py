@@ -206,7 +206,7 @@ def test_full_vocab_monitor(dirs: tuple[Path, Path], kind: str) -> None:
     trainer = harness.make_trainer(*dirs, kind, patched=True, kl="k3-in-loss", monitor=True)
     harness.perturb(trainer.model)
     batch = harness.scored_batch(trainer, seed=17)
-    logged = trainer._metrics["train"]["kl/full_vocab"][-1]
+    logged = trainer._metrics["train"]["kl_patches/full_vocab"][-1]
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     t = batch["completion_ids"].size(1)

@@ -141,8 +141,12 @@ def test_grpo_off_policy_is_the_core_target(dirs: tuple[Path, Path], cfg: KLConf
     other = _grads(patched.model, (logp * on * mask).sum(-1).mean() / ACCUMULATION)
     assert max_diff(other, expected) > 1e3 * TOL
     logged = patched._metrics["train"]
-    assert logged["kl/is_weight_mean"] and logged["kl/reward_penalty"] and logged["kl/k1_reward"]
-    assert logged["kl/is_weight_max"][-1] > 1.0
+    assert (
+        logged["kl_patches/is_weight_mean"]
+        and logged["kl_patches/reward_penalty"]
+        and logged["kl_patches/reward_sequence_kl"]
+    )
+    assert logged["kl_patches/is_weight_max"][-1] > 1.0
 
 
 def test_grpo_both_adds_the_prefix_weighted_loss_side(dirs: tuple[Path, Path]) -> None:
@@ -216,8 +220,8 @@ def test_grpo_trains_with_two_iterations_per_batch(dirs: tuple[Path, Path]) -> N
     logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logs) == 4
     assert all(torch.isfinite(torch.tensor(h["loss"])) for h in logs)
-    assert all("kl/is_weight_mean" in h and "kl/k1_reward" in h for h in logs)
+    assert all("kl_patches/is_weight_mean" in h and "kl_patches/reward_sequence_kl" in h for h in logs)
     # the second pass over each batch runs after an update: the prefix weights move off 1
-    assert any(abs(h["kl/is_weight_mean"] - 1.0) > 1e-3 for h in logs[1::2])
+    assert any(abs(h["kl_patches/is_weight_mean"] - 1.0) > 1e-3 for h in logs[1::2])
     after = list(trainer.model.parameters())
     assert max(float((a.detach() - b).abs().max()) for a, b in zip(after, before, strict=True)) > 0

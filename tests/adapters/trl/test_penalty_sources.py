@@ -122,8 +122,10 @@ def test_deferred_penalty_equals_extra_forward(
         assert len(trainer._logs["advantages"]) == len(table_before)
     # the same metrics are logged, once per generation batch
     metrics = trainer._metrics["train"]
-    assert len(metrics["kl/reward_penalty"]) == 2
-    assert metrics["kl/reward_penalty"][0] == pytest.approx(metrics["kl/reward_penalty"][1], 1e-6)
+    assert len(metrics["kl_patches/reward_penalty"]) == 2
+    assert metrics["kl_patches/reward_penalty"][0] == pytest.approx(
+        metrics["kl_patches/reward_penalty"][1], 1e-6
+    )
 
 
 def test_second_iteration_reuses_the_resolved_batch(dirs: tuple[Path, Path]) -> None:
@@ -135,7 +137,7 @@ def test_second_iteration_reuses_the_resolved_batch(dirs: tuple[Path, Path]) -> 
     second, _ = _loss_and_grads_in_place(trainer, batch)
     assert torch.equal(batch["advantages"], advantages)
     assert abs(float(first - second)) < TOL
-    assert len(trainer._metrics["train"]["kl/reward_penalty"]) == 1
+    assert len(trainer._metrics["train"]["kl_patches/reward_penalty"]) == 1
 
 
 def test_unresolved_deferral_fails_loudly(dirs: tuple[Path, Path]) -> None:
@@ -201,7 +203,7 @@ def test_training_forwards_and_result(
     assert max_diff(params_d, params_e) < TOL
     start = harness.make_trainer(*dirs, "GRPO", patched=True, kl=CONFIGS[name], **steps)
     assert max_diff(params_d, list(start.model.parameters())) > 1e-3  # training moved them
-    for key in ("kl/k1_reward" if name == "k1-in-reward" else "kl/k3_reward", "reward"):
+    for key in ("kl_patches/reward_sequence_kl", "reward"):
         got = [row[key] for row in deferred.state.log_history if key in row]
         want = [row[key] for row in extra.state.log_history if key in row]
         assert len(got) == len(want) == 3  # logged at every step, as before

@@ -42,7 +42,9 @@ def test_training_run(dirs: tuple[Path, Path], kind: str, kl: str) -> None:
         max(float((a.detach() - b).abs().max()) for a, b in zip(after, before, strict=True)) > 1e-4
     )
     if config.has_reward:
-        assert all(f"kl/{config.estimator}_reward" in h and "kl/reward_penalty" in h for h in logs)
-        assert any(h["kl/reward_penalty"] > 0 for h in logs)
+        assert all(
+            "kl_patches/reward_sequence_kl" in h and "kl_patches/reward_penalty" in h for h in logs
+        )
+        assert any(h["kl_patches/reward_penalty"] > 0 for h in logs)
     if config.has_loss:
-        assert all(f"kl/{config.estimator}_loss" in h for h in logs)
+        assert all("kl_patches/loss_kl" in h for h in logs)

@@ -52,9 +52,10 @@ def test_grid_runs_compose() -> None:
     for name, run in grid["runs"].items():
         config = KLConfig.parse(run["kl"], coef=grid["coef"], **run.get("set", {}))
         overrides = launch.build(config, grid["base"])
-        assert kv.needs_patch(config) == run.get("patch", False), name
+        patched = any(o.endswith(f"={versions.MARKER}") for o in overrides)
+        assert patched == run.get("patch", False), name
         read = kv.from_config(overlay(overrides))
-        assert read == (config if kv.needs_patch(config) else with_verl_clamps(config)), name
+        assert read == (config if patched else with_verl_clamps(config)), name
 
 
 def test_launcher_print_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,3 +158,44 @@ def test_launcher_check_refusing_an_override_is_one_line(
         "kl-patches verl: verl's config refuses the overrides: Could not override "
         "'algorithm.no_such_key'. To append to your config use +algorithm.no_such_key=1"
     )
+
+
+AGG = "actor_rollout_ref.actor.loss_agg_mode"
+
+
+def test_launcher_says_when_it_changes_the_policy_aggregation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Placement both: loss_agg_mode set to the KL's aggregation, and the launch output says so
+    and why; loss only: loss_agg_mode left as it is, the patch aggregates the KL."""
+    assert launch.main(["--kl", "k2-in-both", "--print", "--", "algorithm.adv_estimator=grpo"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{AGG}=seq-mean-token-sum" in out
+    assert f"{AGG}=seq-mean-token-sum (was token-mean" in err and "placement 'both'" in err
+    assert launch.main(["--kl", "k3-in-loss", "--print", "--", "algorithm.adv_estimator=grpo"]) == 0
+    out, err = capsys.readouterr()
+    assert AGG not in out and f"kl_loss_type={versions.MARKER}" in out
+    assert f"{AGG} stays token-mean" in err and "aggregates the KL loss itself (sum)" in err
+    user = [f"{AGG}=seq-mean-token-sum"]
+    assert launch.main(["--kl", "k3-in-loss", "--print", "--", *user]) == 0
+    out, err = capsys.readouterr()  # the user's policy aggregation is the KL's: verl's own KL
+    assert "kl_loss_type=k3" in out and AGG not in err
+
+
+def test_launcher_missing_entry_point_says_how_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kl_patches importable (PYTHONPATH) but not installed: verl would find no plugin."""
+    import importlib.metadata as metadata
+
+    def no_distribution(name: str) -> None:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "entry_points", lambda **_: [])
+    monkeypatch.setattr(metadata, "distribution", no_distribution)
+    monkeypatch.delenv("VERL_USE_EXTERNAL_MODULES", raising=False)
+    argv = ["--kl", "k2-in-loss", "--kl.granularity", "sequence", "--entry", "no_such_module"]
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not installed as a package" in err and "pip install -e" in err
+    assert "VERL_USE_EXTERNAL_MODULES=kl_patches.adapters.verl.plugin" in err

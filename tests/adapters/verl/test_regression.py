@@ -31,7 +31,7 @@ from verl_support.batches import (
     ppo_loss_inputs,
     to_dataproto,
 )
-from verl_support.configs import NATIVE_LOSS, NATIVE_REWARD, overlay
+from verl_support.configs import NATIVE_LOSS, NATIVE_REWARD, native_overrides, overlay
 
 from kl_patches import core
 from kl_patches.adapters import verl as kv
@@ -109,7 +109,7 @@ def test_ppo_loss_kl_equals_core(config: KLConfig, dp_size: int) -> None:
     from verl.utils.config import omega_conf_to_dataclass
 
     cfg = overlay(
-        [*kv.to_overrides(config), "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
+        [*native_overrides(config), "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
     )
     actor = omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
     without_kl = actor_config(loss_agg_mode=actor.loss_agg_mode)

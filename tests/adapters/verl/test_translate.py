@@ -21,6 +21,7 @@ from verl_support.configs import (
     NATIVE_REWARD,
     PATCHED,
     composed,
+    native_overrides,
     overlay,
     with_verl_clamps,
 )
@@ -34,7 +35,7 @@ def codes(reading) -> set[str]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("config", NATIVE_LOSS + NATIVE_REWARD + NATIVE_BOTH, ids=str)
 def test_native_configs_need_no_patch_and_read_back(config: KLConfig) -> None:
-    overrides = kv.to_overrides(config)
+    overrides = native_overrides(config)
     assert not kv.needs_patch(config)
     assert not any(versions.MARKER in o or versions.ENV_VAR in o for o in overrides)
     # The estimator (GRPO default here) sets the reward shape; verl's default is gae.
@@ -168,7 +169,7 @@ FULL_COMPOSE = (NATIVE_LOSS[0], NATIVE_REWARD[0], NATIVE_BOTH[0], PATCHED[0])
 )
 def test_verl_hydra_accepts_overrides(config: KLConfig, full: bool) -> None:
     """A full Hydra compose for one config of each kind, the faster overlay for the others."""
-    cfg = (composed if full else overlay)(kv.to_overrides(config))
+    cfg = (composed if full else overlay)(native_overrides(config))
     assert kv.from_config(cfg) == (
         config
         if kv.needs_patch(config)
@@ -210,8 +211,45 @@ def test_actor_dataclass_accepts_loss_overrides(config: KLConfig) -> None:
     from verl.utils.config import omega_conf_to_dataclass
 
     micro = ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
-    actor = omega_conf_to_dataclass(
-        overlay([*kv.to_overrides(config), *micro]).actor_rollout_ref.actor
-    )
+    patched = kv.needs_patch(config)
+    overrides = kv.to_overrides(config) if patched else native_overrides(config)
+    actor = omega_conf_to_dataclass(overlay([*overrides, *micro]).actor_rollout_ref.actor)
     assert actor.use_kl_loss and actor.kl_loss_coef == config.loss_coef_value
-    assert actor.loss_agg_mode == versions.AGG_TO_VERL[config.loss_aggregation]
+    if patched:  # the patch aggregates the KL: the policy loss keeps verl's mode
+        assert actor.loss_agg_mode == "token-mean"
+    else:
+        assert actor.loss_agg_mode == versions.AGG_TO_VERL[config.loss_aggregation]
+
+
+AGG = "actor_rollout_ref.actor.loss_agg_mode"
+
+
+@pytest.mark.parametrize("aggregation", ["sum", "token_mean", "seq_mean_token_mean"])
+def test_loss_only_leaves_the_policy_aggregation_alone(aggregation: str) -> None:
+    """verl shares loss_agg_mode between its policy loss and its KL loss: a loss-only config
+    never sets it; one the user's mode would aggregate differently runs through the patch,
+    which aggregates the KL itself."""
+    config = KLConfig(estimator="k3", placement="loss", coef=0.1, loss_aggregation=aggregation)
+    mode = versions.AGG_TO_VERL[aggregation]
+    for user in (None, "token-mean", "seq-mean-token-sum", "seq-mean-token-mean"):
+        overrides = kv.to_overrides(config, policy_loss_agg_mode=user)
+        assert not any(o.startswith(AGG) for o in overrides)
+        patched = any(o.endswith(f"={versions.MARKER}") for o in overrides)
+        assert patched == (mode != (user or "token-mean")), (user, overrides)
+        assert translate.policy_aggregation_changed(config, user) is None
+
+
+@pytest.mark.parametrize("aggregation", ["sum", "token_mean", "seq_mean_token_mean"])
+def test_both_aggregates_the_policy_loss_like_the_kl(aggregation: str) -> None:
+    """Placement both: the reward KL reaches the gradient through the policy loss, so the policy
+    loss is aggregated like the loss-side KL (set only when it differs from the user's)."""
+    config = KLConfig(estimator="k1", placement="both", coef=0.1, loss_aggregation=aggregation)
+    mode = versions.AGG_TO_VERL[aggregation]
+    for user in (None, "token-mean", "seq-mean-token-sum"):
+        overrides = kv.to_overrides(config, policy_loss_agg_mode=user)
+        set_here = [o for o in overrides if o.startswith(AGG)]
+        if mode == (user or "token-mean"):
+            assert set_here == [] and translate.policy_aggregation_changed(config, user) is None
+        else:
+            assert set_here == [f"{AGG}={mode}"]
+            assert translate.policy_aggregation_changed(config, user) == mode

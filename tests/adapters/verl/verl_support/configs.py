@@ -14,7 +14,8 @@ NATIVE_LOSS = [
     for e in ("k1", "k2", "k3")
     for a in ("sum", "token_mean", "seq_mean_token_mean")
 ]
-"""Every loss-side config verl runs without a patch (estimator x aggregation)."""
+"""Every loss-side config verl runs without a patch (estimator x aggregation), when the user's
+own ``loss_agg_mode`` aggregates the policy loss the same way (:func:`native_overrides`)."""
 
 NATIVE_REWARD = [KLConfig(estimator=e, placement="reward", coef=COEF) for e in ("k1", "k2", "k3")]
 """Every reward-side config verl runs without a patch (the estimator decides the shape)."""
@@ -78,3 +79,18 @@ def _overlay(overrides: tuple[str, ...]) -> Any:
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     ConfigLoaderImpl._apply_overrides_to_config(parsed, cfg)
     return cfg
+
+
+def native_overrides(config: KLConfig) -> list[str]:
+    """``to_overrides`` for a user whose policy loss is aggregated like ``config``'s KL loss
+    (``loss_agg_mode`` in their own overrides): verl's own KL loss then runs, no patch."""
+    from kl_patches.adapters import verl as kv
+    from kl_patches.adapters.verl.versions import ACTOR, AGG_TO_VERL
+
+    if config.placement != "loss":
+        return kv.to_overrides(config)
+    mode = AGG_TO_VERL[config.loss_aggregation]
+    return [
+        *kv.to_overrides(config, policy_loss_agg_mode=mode),
+        f"{ACTOR}loss_agg_mode={mode}",
+    ]

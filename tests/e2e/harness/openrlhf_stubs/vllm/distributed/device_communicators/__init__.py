@@ -1,0 +1,1 @@
+"""vLLM stand-in (tests only)."""

@@ -1,0 +1,5 @@
+"""vLLM stand-in: ``TokensPrompt`` (tests only)."""
+
+
+class TokensPrompt(dict):  # type: ignore[type-arg]
+    """A prompt given as token ids."""
