@@ -306,7 +306,8 @@ def test_progress_on_a_terminal_only(
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     code, _, _ = audit_json(capsys, paths)
-    assert code == 0 and "audit [" in terminal.getvalue() and "25/25" in terminal.getvalue()
+    shown = terminal.getvalue()
+    assert code == 0 and "audit" in shown and "25/25" in shown
 
 
 @pytest.mark.parametrize("name", ["slow-input-bounded-in-time"])

@@ -309,7 +309,9 @@ def test_an_override_without_super_is_refused_and_one_with_it_accepted(
         trainer = _build(dirs, _subclass(base, "user_code"), scale_rewards="none")
         harness.perturb(trainer.model)
         harness.scored_batch(trainer)
-        assert trainer._metrics["train"]["kl_patches/reward_sequence_kl"]  # its override calls super(): hooks run
+        assert trainer._metrics["train"][
+            "kl_patches/reward_sequence_kl"
+        ]  # its override calls super(): hooks run
     monkeypatch.setenv(TRAINER_FORCE_ENV, "1")
     with pytest.warns(UserWarning, match="KL_PATCHES_FORCE_TRAINER=1: building it anyway"):
         _build(dirs, _no_super(trl.GRPOTrainer, "user_code"), scale_rewards="none")
@@ -365,7 +367,9 @@ def test_five_grpo_steps_with_k1_in_reward_through_apply(dirs: tuple[Path, Path]
     trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logs) == 5 and all(torch.isfinite(torch.tensor(h["loss"])) for h in logs)
-    assert all("kl_patches/reward_sequence_kl" in h and "kl_patches/reward_penalty" in h for h in logs)
+    assert all(
+        "kl_patches/reward_sequence_kl" in h and "kl_patches/reward_penalty" in h for h in logs
+    )
     moved = max(
         float((a.detach() - b).abs().max())
         for a, b in zip(trainer.model.parameters(), before, strict=True)

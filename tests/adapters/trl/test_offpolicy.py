@@ -220,7 +220,9 @@ def test_grpo_trains_with_two_iterations_per_batch(dirs: tuple[Path, Path]) -> N
     logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(logs) == 4
     assert all(torch.isfinite(torch.tensor(h["loss"])) for h in logs)
-    assert all("kl_patches/is_weight_mean" in h and "kl_patches/reward_sequence_kl" in h for h in logs)
+    assert all(
+        "kl_patches/is_weight_mean" in h and "kl_patches/reward_sequence_kl" in h for h in logs
+    )
     # the second pass over each batch runs after an update: the prefix weights move off 1
     assert any(abs(h["kl_patches/is_weight_mean"] - 1.0) > 1e-3 for h in logs[1::2])
     after = list(trainer.model.parameters())

@@ -91,7 +91,9 @@ def test_trainer_built_under_apply_keeps_its_config_after_revert(dirs: tuple[Pat
     assert isinstance(trainer, trl.GRPOTrainer) and type(trainer).__name__ == "GRPOTrainer"
     harness.perturb(trainer.model)
     batch = harness.scored_batch(trainer, seed=3)
-    assert trainer._metrics["train"]["kl_patches/reward_sequence_kl"], "the reward-side hook did not run"
+    assert trainer._metrics["train"]["kl_patches/reward_sequence_kl"], (
+        "the reward-side hook did not run"
+    )
     loss, grads = harness.loss_and_grads(trainer, batch)
     trainer.beta = 0.0  # TRL's own loss without its k3 term: what k1-in-reward's loss must be
     loss_0, grads_0 = harness.loss_and_grads(trainer, batch)

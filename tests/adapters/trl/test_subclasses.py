@@ -105,7 +105,9 @@ def test_an_override_calling_super_trains_with_the_hooks_inside_it(
     pairs = [pair for tag, pair in trainer.seen if tag == "advantages"]
     assert pairs, trainer.seen
     assert all(torch.equal(before, after) for before, after in pairs)
-    assert any(entry.get("kl_patches/reward_sequence_kl", 0) > 0 for entry in trainer.state.log_history)
+    assert any(
+        entry.get("kl_patches/reward_sequence_kl", 0) > 0 for entry in trainer.state.log_history
+    )
 
 
 def test_advantages_read_before_super_warn_once_where_they_become_final(
