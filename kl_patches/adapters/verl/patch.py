@@ -629,8 +629,6 @@ _CAPTURED: list[dict[str, Any]] = []
 
 def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
     """The policy loss under :data:`CAPTURE_LOSS_MODE`: record, then run the real one."""
-    from verl.trainer.ppo.core_algos import get_policy_loss_fn
-
     if args or not _CAPTURED or "log_prob" not in kwargs:
         raise RuntimeError(
             f"kl_patches.verl: policy loss {CAPTURE_LOSS_MODE!r} called outside the patch's "
@@ -641,6 +639,8 @@ def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
     slot["log_prob"] = kwargs["log_prob"]
     slot["response_mask"] = kwargs["response_mask"]
     slot["old_log_prob"] = kwargs["old_log_prob"]
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+
     return get_policy_loss_fn(slot["loss_mode"])(**kwargs)
 
 

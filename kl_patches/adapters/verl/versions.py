@@ -209,13 +209,17 @@ NO_ENGINE_LOSS_DESELECT: tuple[str, ...] = (
 adds the KL loss through ``kl_penalty`` + ``agg_loss``, whose regression tests run there):
 ``test_compat.py`` asserts the refusal of a loss side needing the patch and the reward side."""
 
+RAY_HOOK_TEST = "tests/adapters/verl/test_delivery_hook.py"
+"""The Ray worker test of the ``RAY_RUNTIME_ENV_HOOK`` route: run on the oldest release only
+(a local Ray cluster costs about 20 s; ``nox -s verl`` runs it on the newest)."""
+
 _PINS_04 = ("tensordict==0.6.2", "setuptools<80")  # verl 0.4 imports pkg_resources
 _PINS_05 = ("tensordict>=0.8,<=0.9.1,!=0.9.0",)
 
 _STEPS: dict[str, CompatStep] = {
     "0.4.0": CompatStep(
         "0.4.0",
-        (("--no-deps", "verl==0.4.0"), _PINS_04),
+        (("--no-deps", "verl==0.4.0"), (*_PINS_04, "openai")),  # ray_trainer -> async_server
         "oldest release of the range: apply_kl_penalty and compute_advantage take multi_turn",
         NO_ENGINE_LOSS_DESELECT,
     ),
@@ -293,15 +297,29 @@ COMPAT_PLAN = CompatPlan(
         "tests/adapters/verl/test_compat.py",
         "tests/adapters/verl/test_regression.py",
         "tests/adapters/verl/test_patch.py",
+        RAY_HOOK_TEST,
     ),
-    steps=tuple(_STEPS[v] for v in COMPAT_MATRIX),
+    steps=tuple(
+        _STEPS[v]
+        if v == RELEASES[0]
+        else replace(_STEPS[v], deselect=(*_STEPS[v].deselect, RAY_HOOK_TEST))
+        for v in COMPAT_MATRIX
+    ),
 )
 """``nox -s compat`` for verl: one venv from the 0.7.0 CPU recipe (verl --no-deps and what its
 KL, trainer and worker modules import), switched in place, each release with its own pins:
 0.4.x tensordict 0.6.2 (and a setuptools that still has ``pkg_resources``), 0.5.0 tensordict
 <= 0.9.1, 0.8.0 transformers 5.x."""
 
-SWEEP_PLAN = replace(COMPAT_PLAN, steps=tuple(_STEPS[v] for v in RELEASES))
+SWEEP_PLAN = replace(
+    COMPAT_PLAN,
+    steps=tuple(
+        _STEPS[v]
+        if v == RELEASES[0]
+        else replace(_STEPS[v], deselect=(*_STEPS[v].deselect, RAY_HOOK_TEST))
+        for v in RELEASES
+    ),
+)
 """``nox -s compat_sweep``: every release of the range (the matrix and :data:`SURFACE_ONLY`)."""
 
 TESTED_VERSIONS = SUPPORT.tested
@@ -414,6 +432,10 @@ by ``nox -s compat_sweep``), recorded by hand from that run."""
 SWEEP_WHEN = ""
 """When :data:`SWEEP` was measured."""
 
+PLUGINS_SINCE = "0.9.0"
+"""First release that loads the ``verl.plugins`` entry point (``verl/__init__.py``); before it the
+patch reaches Ray workers through Ray's ``RAY_RUNTIME_ENV_HOOK`` (:mod:`.delivery`)."""
+
 REFUSED_BEFORE = (
     "no `algorithm.use_kl_in_reward`: the reward KL runs (k1, `kl_ctrl.kl_coef`) whenever "
     "`actor.use_kl_loss` is off, 0.1 always; the KL loss is a micro-batch token mean without "
@@ -455,6 +477,11 @@ def support_rows() -> tuple[SupportRow, ...]:
             )
         if first in reasons:
             patched += f"; here: {reasons[first].split(';')[0]}"
+        patched += "; workers: " + (
+            "the `verl.plugins` entry point"
+            if Version(first) >= Version(PLUGINS_SINCE)
+            else "`RAY_RUNTIME_ENV_HOOK` (set by `kl-patches verl`)"
+        )
         once = [v for v in segment[1:] if v in SWEEP]
         tested = "CI (`nox -s compat`)"
         if once:

@@ -381,7 +381,7 @@ def test_hook_patches_already_imported_modules_and_needs_a_config(
     try:
         hook.setup()
         hook.setup()  # idempotent: one finder, same patches
-        assert sum(type(f).__name__ == "_PostImportFinder" for f in sys.meta_path) == 1
+        assert sum(type(f).__name__ == "PostImportFinder" for f in sys.meta_path) == 1
         status = hook.status()
         assert status["configured"] and status["hook_installed"]
         assert sorted(applied()) == sorted(t.name for t in P.resolve_targets())
