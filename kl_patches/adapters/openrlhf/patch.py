@@ -194,7 +194,7 @@ def _reward_inputs(exp: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _reward_shaping(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
-    def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
+    def compute_advantages_and_returns(self: Any, experiences: list[Any], **kwargs: Any) -> Any:
         config = _config()
         if not config.has_loss and kl_args(self.strategy.args)[0]:
             raise RuntimeError(
@@ -221,7 +221,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                     exp.kl = core.kl_terms(logp, ref, mask, shaped)
                 tokens = mask.sum(-1).clamp(min=1)
                 exp.info["kl"] = core.sequence_kl(logp, ref, mask, shaped) / tokens
-        return original(self, experiences)
+        return original(self, experiences, **kwargs)  # **kwargs: 0.9.0-0.9.8 take them
 
     return compute_advantages_and_returns
 
