@@ -58,12 +58,12 @@ def _dry_run(tmp_path: Path, *requirements: str) -> dict[str, str]:
     return {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in items}
 
 
-@pytest.mark.parametrize(("library", "oldest"), [("trl", "1.0.0"), ("verl", "0.7.0")])
+@pytest.mark.parametrize(("library", "oldest"), [("trl", "1.0.0"), ("verl", "0.4.0")])
 def test_the_extra_resolves_beside_the_oldest_supported_release(
     library: str, oldest: str, tmp_path: Path
 ) -> None:
     """The extra keeps the oldest supported release and changes no installed package that the
-    library's own install would leave alone (verl 0.7.0 itself downgrades numpy here: that is
+    library's own install would leave alone (verl 0.4.0 itself downgrades numpy here: that is
     the user's library's requirement, already met where it runs, not the plugin's)."""
     assert oldest in SpecifierSet(SUPPORTS[library].supported)
     alone = _dry_run(tmp_path, f"{library}=={oldest}")

@@ -8,10 +8,13 @@ their defaults (``placement`` always), plus adapter options (e.g. verl's ``kl_ou
 A full ``KLConfig.to_dict()`` decodes the same way, so older senders keep working.
 
 Also here, for every adapter: :func:`announce` (the active patch on stderr at WARNING level,
-once per process, since verl and OpenRLHF set their loggers to WARNING) and
+once per process, since verl and OpenRLHF set their loggers to WARNING),
 :func:`after_import` (run a callback once given modules have finished importing, so a plugin
 loaded while its library's ``__init__`` still runs does not import the library's trainer stack
-before the library, and anything registered right after it, is ready).
+before the library, and anything registered right after it, is ready) and
+:func:`install_post_import` (what the adapters' Ray worker setup hooks install: a library module
+is patched right after it is imported, in the processes that import it, and no other process
+imports anything).
 
 Standard library only: Ray's worker setup hooks import this before anything else.
 """
@@ -113,11 +116,11 @@ def initializing(module: ModuleType | None) -> bool:
 
 
 class _CallbackLoader(importlib.abc.Loader):
-    """Runs the real loader, then the finder's callback (after the module's code finished)."""
+    """Runs a module's real loader, then ``then()`` (after the module's code finished)."""
 
-    def __init__(self, loader: Any, finder: _AfterImportFinder) -> None:
+    def __init__(self, loader: Any, then: Callable[[], object]) -> None:
         self._loader = loader
-        self._finder = finder
+        self._then = then
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         created: ModuleType | None = self._loader.create_module(spec)
@@ -131,7 +134,7 @@ class _CallbackLoader(importlib.abc.Loader):
         parent, _, child = module.__name__.rpartition(".")
         if parent and parent in sys.modules:
             setattr(sys.modules[parent], child, module)
-        self._finder.fire()
+        self._then()
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tracebacks
         return getattr(self._loader, name)
@@ -186,7 +189,7 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
                 spec = finder.find_spec(fullname, path, target)
                 if spec is not None:
                     if spec.loader is not None:
-                        spec.loader = _CallbackLoader(spec.loader, self)
+                        spec.loader = _CallbackLoader(spec.loader, self.fire)
                     return spec
             return None
         finally:
@@ -209,3 +212,68 @@ def after_import(
         return True
     sys.meta_path.insert(0, finder)
     return False
+
+
+class PostImportFinder(importlib.abc.MetaPathFinder):
+    """Calls a function right after one of ``modules`` has been imported (executed), in every
+    process where it is on ``sys.meta_path``: how a Ray worker setup hook patches a library
+    without importing it in processes that never do. ``owner`` names the adapter (one finder
+    per adapter: :func:`install_post_import`)."""
+
+    def __init__(self, owner: str, modules: Mapping[str, Callable[[], None]]) -> None:
+        self.owner = owner
+        self.modules = dict(modules)
+        self._busy: set[str] = set()
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        """The spec the other finders give ``fullname``, its loader wrapped (None otherwise)."""
+        then = self.modules.get(fullname)
+        if then is None or fullname in self._busy:
+            return None  # (busy: another wrapping finder asked us back for the same name)
+        self._busy.add(fullname)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec: importlib.machinery.ModuleSpec | None = finder.find_spec(
+                    fullname, path, target
+                )
+                if spec is not None:
+                    if spec.loader is not None:
+                        spec.loader = _CallbackLoader(spec.loader, then)
+                    return spec
+            return None
+        finally:
+            self._busy.discard(fullname)
+
+
+def post_import_finder(owner: str) -> PostImportFinder | None:
+    """The :class:`PostImportFinder` of adapter ``owner`` on ``sys.meta_path``, or None."""
+    return next(
+        (f for f in sys.meta_path if isinstance(f, PostImportFinder) and f.owner == owner), None
+    )
+
+
+def install_post_import(owner: str, modules: Mapping[str, Callable[[], None]]) -> None:
+    """Run each callback now if its module is already imported, else right after its import
+    (idempotent per ``owner``: a second call replaces the callbacks)."""
+    finder = post_import_finder(owner)
+    if finder is None:
+        sys.meta_path.insert(0, PostImportFinder(owner, modules))
+    else:
+        finder.modules = dict(modules)
+    for name, then in modules.items():
+        if name in sys.modules:
+            then()
+
+
+def uninstall_post_import(owner: str) -> None:
+    """Remove adapter ``owner``'s finder (patches already made stay)."""
+    finder = post_import_finder(owner)
+    if finder is not None:
+        sys.meta_path.remove(finder)

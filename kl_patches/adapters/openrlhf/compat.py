@@ -1,4 +1,4 @@
-"""The OpenRLHF patch surface from 0.10.0 to 0.11.2, as data: hook points and flags.
+"""The OpenRLHF patch surface from 0.9.0 to 0.11.2, as data: hook points and flags.
 
 :mod:`kl_patches.adapters.openrlhf.patch` wraps ``compute_approx_kl`` where
 ``experience_maker`` and ``ppo_actor`` imported it by name, ``aggregate_loss`` in
@@ -24,6 +24,18 @@ from kl_patches.adapters.surface import ChangePoint, InstallRecipe, Symbol
 from . import recording
 
 RELEASES: tuple[str, ...] = (
+    "0.9.0",
+    "0.9.1",
+    "0.9.1.post1",
+    "0.9.2",
+    "0.9.3",
+    "0.9.4",
+    "0.9.5",
+    "0.9.6",
+    "0.9.7",
+    "0.9.8",
+    "0.9.9",
+    "0.9.10",
     "0.10.0",
     "0.10.1",
     "0.10.1.post1",
@@ -87,6 +99,54 @@ argparse default or None), from the recorded ``train_ppo_ray`` options (a list d
 tuple)."""
 
 CHANGE_POINTS: tuple[ChangePoint, ...] = (
+    ChangePoint(
+        "0.9.1",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("importers",),
+        "trainer.ppo_trainer_async no longer imports RemoteExperienceMaker",
+    ),
+    ChangePoint(
+        "0.9.2",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "DAPO overlong penalty moved out (apply_length_penalties); reward KL unchanged",
+    ),
+    ChangePoint(
+        "0.9.2",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "logs logprobs_diff beside the KL loss; KL block unchanged",
+    ),
+    ChangePoint(
+        "0.9.6",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "status gains actor_grad_norm; KL block unchanged",
+    ),
+    ChangePoint(
+        "0.9.8",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "returns {'metrics': 0-D tensors, 'weights': ...} instead of a flat dict of floats",
+    ),
+    ChangePoint(
+        "0.9.9",
+        "compute_approx_kl",
+        ("body_sha",),
+        "one log-ratio for every estimator, ValueError on an unknown one; same values and clamp",
+    ),
+    ChangePoint(
+        "0.9.9",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("signature", "body_sha"),
+        "(self, experiences) -> experiences: **kwargs and the Tuple annotation dropped",
+    ),
+    ChangePoint(
+        "0.10.0",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "VLM inputs merged into the actor forward; KL block unchanged",
+    ),
     ChangePoint(
         "0.10.2",
         "RemoteExperienceMaker.compute_advantages_and_returns",

@@ -16,11 +16,10 @@ OpenRLHF module itself fail. :func:`status` reports what is patched in the curre
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
+import functools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -65,71 +64,23 @@ def _patch(side: str) -> None:
         delivery.announce("openrlhf", f"{config} ({side} side patched)")
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs the real loader, then patches the freshly executed module."""
-
-    def __init__(self, loader: Any, side: str) -> None:
-        self._loader = loader
-        self._side = side
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        created: ModuleType | None = self._loader.create_module(spec)
-        return created
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        _patch(self._side)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tracebacks
-        return getattr(self._loader, name)
+def _callbacks() -> dict[str, Callable[[], None]]:
+    return {name: functools.partial(_patch, side) for name, side in MODULE_SIDES.items()}
 
 
-class _PostImportFinder(importlib.abc.MetaPathFinder):
-    """Wraps the loader of the two OpenRLHF modules that hold the KL code."""
-
-    def __init__(self) -> None:
-        self._busy: set[str] = set()
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        side = MODULE_SIDES.get(fullname)
-        if side is None or fullname in self._busy:
-            return None  # (busy: another wrapping finder asked us back for the same name)
-        self._busy.add(fullname)
-        try:
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    if spec.loader is not None:
-                        spec.loader = _PatchingLoader(spec.loader, side)
-                    return spec  # type: ignore[no-any-return]
-            return None
-        finally:
-            self._busy.discard(fullname)
-
-
-def _finder() -> _PostImportFinder | None:
-    return next((f for f in sys.meta_path if isinstance(f, _PostImportFinder)), None)
+def _finder() -> delivery.PostImportFinder | None:
+    return delivery.post_import_finder("openrlhf")
 
 
 def install() -> None:
     """Patch now what is imported, and the rest right after its import (idempotent)."""
     config_from_env()
-    if _finder() is None:
-        sys.meta_path.insert(0, _PostImportFinder())
-    for name, side in MODULE_SIDES.items():
-        if name in sys.modules:
-            _patch(side)
+    delivery.install_post_import("openrlhf", _callbacks())
 
 
 def uninstall() -> None:
     """Remove the import hook (patches already made stay; see ``patches.revert``)."""
-    finder = _finder()
-    if finder is not None:
-        sys.meta_path.remove(finder)
+    delivery.uninstall_post_import("openrlhf")
 
 
 def setup() -> None:

@@ -197,7 +197,7 @@ def _reward_inputs(exp: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _reward_shaping(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
-    def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
+    def compute_advantages_and_returns(self: Any, experiences: list[Any], **kwargs: Any) -> Any:
         config = _config()
         if not config.has_loss and kl_args(self.strategy.args)[0]:
             raise RuntimeError(
@@ -228,7 +228,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                 exp.info[metrics.REWARD_SEQUENCE_KL] = seq_kl.detach().float()
                 exp.info[metrics.REWARD_PENALTY] = coef * seq_kl.detach().float()
                 exp.info[metrics.ACTIVE] = torch.ones_like(seq_kl, dtype=torch.float32)
-        return original(self, experiences)
+        return original(self, experiences, **kwargs)  # **kwargs: 0.9.0-0.9.8 take them
 
     return compute_advantages_and_returns
 

@@ -3,7 +3,7 @@
 Nothing here imports OpenRLHF. The numbers are those of OpenRLHF 0.11.2's code
 (``openrlhf/models/utils.py``, ``cli/train_ppo_ray.py``).
 
-The patch runs on OpenRLHF 0.10.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
+The patch runs on OpenRLHF 0.9.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
 release, every release where something the patch touches changed (:data:`CHANGE_POINTS`) and
 the newest (:data:`COMPAT_MATRIX`); a newer release is patched when every behaviour canary
 passes (one warning).
@@ -20,12 +20,23 @@ from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
 from kl_patches.adapters.support_table import SupportRow
 
 RELEASES: tuple[str, ...] = (
-    "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0",
-    "0.11.1", "0.11.2",
+    "0.9.0", "0.9.1", "0.9.1.post1", "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7",
+    "0.9.8", "0.9.9", "0.9.10", "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2",
+    "0.10.3", "0.10.4", "0.11.0", "0.11.1", "0.11.2",
 )  # fmt: skip
 """Every OpenRLHF release of the supported range, ascending."""
 
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.9.8",
+        "training_step returns {'metrics', 'weights'} (a flat dict of floats before, where the "
+        "off-policy path's own metrics are not added); the patch passes its status through",
+    ),
+    (
+        "0.9.9",
+        "compute_advantages_and_returns(self, experiences) (before: **kwargs, which the wrapper "
+        "passes on); compute_approx_kl raises on an unknown estimator",
+    ),
     (
         "0.10.2",
         "flags and args dotted (--algo.kl.*, args.algo.kl.use_loss / init_coef / estimator) "
@@ -52,13 +63,22 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
         "compute_advantages_and_returns; newest release of the range",
     ),
 )
-"""Releases after 0.10.0 where something the patch touches changed (read from each wheel;
-0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches)."""
+"""Releases after 0.9.0 where something the patch touches changed (read from each wheel; the
+other 0.9.x releases, 0.10.0, 0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches:
+``compat.CHANGE_POINTS`` lists what they change elsewhere)."""
+
+TOO_OLD = (
+    "before 0.9.0: 0.8.0-0.8.5 clamp no estimator (the canaries assume +-10), 0.8.0-0.8.2 keep "
+    "the scalar reward in info['reward'], training_step takes no step before 0.8.6; OpenRLHF "
+    "0.8.x also pins transformers 4.51-4.53 and deepspeed 0.16-0.17, which the CPU compat venv "
+    "does not hold. Not yet patched: `kl-patches audit` reads these launches"
+)
+"""Why OpenRLHF < 0.9.0 is refused (read from the 0.8.x wheels)."""
 
 COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
 """The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
 
-SUPPORT = VersionSupport(library="openrlhf", supported=">=0.10.0,<0.12", tested=COMPAT_MATRIX)
+SUPPORT = VersionSupport(library="openrlhf", supported=">=0.9.0,<0.12", tested=COMPAT_MATRIX)
 """Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -70,6 +90,8 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         "torch.Tensor",
     ),
     "RemoteExperienceMaker.compute_advantages_and_returns": (
+        "compute_advantages_and_returns(self, experiences: List[Experience], **kwargs) -> "
+        "Tuple[List[Experience], List[torch.Tensor]]",
         "compute_advantages_and_returns(self, experiences: List[Experience]) -> List[Experience]",
     ),
     "aggregate_loss": (
@@ -87,9 +109,10 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         "Optional[Dict]=None) -> Dict[str, float]",
     ),
 }
-"""The signatures of every patched function in the releases 0.10.0-0.11.2 (read with ``ast``
-from each wheel: compute_approx_kl changes in 0.11.1, training_step in 0.10.4, aggregate_loss is
-new in 0.10.3); the patch refuses another call shape."""
+"""The signatures of every patched function in the releases 0.9.0-0.11.2 (read with ``ast``
+from each wheel: compute_advantages_and_returns changes in 0.9.9, compute_approx_kl in 0.11.1,
+training_step in 0.10.4, aggregate_loss is new in 0.10.3); the patch refuses another call
+shape."""
 
 _T = "tests/adapters/openrlhf/"
 KNOWN_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
@@ -223,9 +246,9 @@ def support_rows() -> tuple[SupportRow, ...]:
     reasons = dict(CHANGE_POINTS)
     out = [
         SupportRow(
-            "< 0.10.0",
+            "< 0.9.0",
             "see `kl-patches audit`",
-            "refused (`KL_PATCHES_FORCE=1` runs anyway)",
+            f"refused (`KL_PATCHES_FORCE=1` runs anyway): {TOO_OLD}",
             "refused",
         )
     ]

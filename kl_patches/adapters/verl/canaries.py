@@ -10,7 +10,9 @@ adapter writes down:
   the clamps of :data:`~.versions.NATIVE_CLAMPS`, and raises ``NotImplementedError`` on the
   marker name (which is how a process without the patch fails loudly);
 * ``core_algos.agg_loss`` aggregates as :data:`~.versions.AGG_FROM_VERL` says;
-* ``apply_kl_penalty`` writes ``token_level_rewards = scores - beta * kl_penalty * mask``;
+* ``apply_kl_penalty`` writes ``token_level_rewards = scores - beta * kl_penalty * mask`` (the
+  mask is ``response_mask`` from 0.5.0, the response part of ``attention_mask`` in 0.4.x: the
+  synthetic batch has both, equal);
 * ``core_algos.compute_grpo_outcome_advantage`` without the std is the sequence score minus its
   group mean, on every valid token (the ``kl_outside_std`` path adds it);
 * for a config whose loss side needs the patch, ``workers.utils.losses.ppo_loss`` adds no KL when
@@ -116,7 +118,10 @@ def _dataproto(logp: torch.Tensor, ref: torch.Tensor, scores: torch.Tensor) -> A
     import numpy as np
     from verl.protocol import DataProto
 
+    prompt = torch.ones(B, 2)
     tensors = {
+        "responses": torch.ones(B, T, dtype=torch.long),  # verl 0.4.x slices masks to its width
+        "attention_mask": torch.cat([prompt, MASK], dim=1).long(),
         "response_mask": MASK.clone(),
         "token_level_scores": scores,
         "old_log_probs": logp.clone(),

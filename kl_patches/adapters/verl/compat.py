@@ -1,4 +1,4 @@
-"""The verl patch surface from 0.7.0 to 0.9.1, as data: where each wrapped function lives.
+"""The verl patch surface from 0.4.0 to 0.9.1, as data: where each wrapped function lives.
 
 :mod:`kl_patches.adapters.verl.patch` wraps ``apply_kl_penalty`` and ``compute_advantage``
 (``trainer/ppo/ray_trainer.py``) and ``ppo_loss`` (``workers/utils/losses.py``); the KL itself
@@ -26,7 +26,9 @@ from kl_patches.adapters.surface import ChangePoint, InstallRecipe, Symbol
 
 from . import recording
 
-RELEASES: tuple[str, ...] = ("0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
+RELEASES: tuple[str, ...] = (
+    "0.4.0", "0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1",
+)  # fmt: skip
 """Every verl release in the patch-surface range, ascending."""
 
 TARGETS: tuple[str, ...] = recording.PATCH_TARGETS
@@ -43,11 +45,102 @@ def _surface() -> dict[str, tuple[Symbol, ...]]:
 
 
 SURFACE: dict[str, tuple[Symbol, ...]] = _surface()
-"""Per release of :data:`RELEASES`, every tracked function (from the recorded
-``data/<release>.json``: ``python -m kl_patches.dev record verl V`` reads it with ``ast``)."""
+"""Per release of :data:`RELEASES`, every tracked function that release defines (from the
+recorded ``data/<release>.json``: ``python -m kl_patches.dev record verl V`` reads it with
+``ast``): ``ppo_loss`` from 0.6.0 (``workers.roles.utils.losses``, which no trainer selects for
+the actor, until 0.7.0), ``kl_penalty_forward`` from 0.6.0."""
 
 
 CHANGE_POINTS: tuple[ChangePoint, ...] = (
+    ChangePoint(
+        "0.4.1",
+        "compute_advantage",
+        ("signature", "body_sha"),
+        "config=None replaces **kwargs (PF-PPO options read from config); estimators other than "
+        "GAE and GRPO through get_adv_estimator_fn",
+    ),
+    ChangePoint(
+        "0.4.1",
+        "kl_penalty",
+        ("body_sha",),
+        "k3 clamps the log-ratio to +-20 before exp (0.4.0: NaN gradient past about 88)",
+    ),
+    ChangePoint(
+        "0.5.0",
+        "apply_kl_penalty",
+        ("signature", "body_sha"),
+        "multi_turn removed: the mask is batch['response_mask'], not sliced from "
+        "attention_mask / loss_mask",
+    ),
+    ChangePoint(
+        "0.5.0",
+        "compute_advantage",
+        ("signature", "body_sha"),
+        "multi_turn removed (GRPO on response_mask); typed, config: AlgoConfig",
+    ),
+    ChangePoint("0.6.0", "apply_kl_penalty", ("body_sha",), "docstring only"),
+    ChangePoint(
+        "0.6.0",
+        "compute_advantage",
+        ("body_sha",),
+        "PF-PPO options read with config.pf_ppo.get(...)",
+    ),
+    ChangePoint(
+        "0.6.0",
+        "ppo_loss",
+        ("module", "signature", "body_sha", "importers"),
+        "workers.roles.utils.losses.ppo_loss (new engine; main_ppo never selects it for the actor)",
+    ),
+    ChangePoint(
+        "0.6.0",
+        "agg_loss",
+        ("importers",),
+        "workers.roles.utils.losses imports it",
+    ),
+    ChangePoint(
+        "0.6.0",
+        "kl_penalty",
+        ("body_sha", "importers"),
+        "dispatches to kl_penalty_forward with the unstripped name ('+' names raise); "
+        "workers.roles.utils.losses imports it",
+    ),
+    ChangePoint(
+        "0.6.0",
+        "kl_penalty_forward",
+        ("module", "signature", "body_sha"),
+        "the estimators, looked up in core_algos' globals at call time",
+    ),
+    ChangePoint(
+        "0.6.1",
+        "ppo_loss",
+        ("body_sha",),
+        "the unused new-engine loss changes",
+    ),
+    ChangePoint(
+        "0.6.1",
+        "agg_loss",
+        ("body_sha",),
+        "seq-mean-token-sum / seq-mean-token-mean leave fully masked rows out of the mean",
+    ),
+    ChangePoint(
+        "0.7.0",
+        "ppo_loss",
+        ("module", "body_sha", "importers"),
+        "moved to workers.utils.losses, imported by engine_workers "
+        "(trainer.use_legacy_worker_impl=disable)",
+    ),
+    ChangePoint(
+        "0.7.0",
+        "agg_loss",
+        ("signature", "body_sha", "importers"),
+        "dp_size, batch_num_tokens, global_batch_size, loss_scale_factor for global counts",
+    ),
+    ChangePoint(
+        "0.7.0",
+        "kl_penalty",
+        ("importers",),
+        "workers.utils.losses imports it (roles.utils.losses gone)",
+    ),
     ChangePoint(
         "0.7.1",
         "apply_kl_penalty",
@@ -127,7 +220,13 @@ CHANGE_POINTS: tuple[ChangePoint, ...] = (
 )
 """What changed, release by release (0.9.0 -> 0.9.1 moved only line numbers)."""
 
+_LEGACY_FSDP = "verl.workers.actor.dp_actor / megatron_actor (legacy fsdp/megatron workers)"
 DEFAULT_LOSS_SITE: dict[str, str] = {
+    "0.4.0": _LEGACY_FSDP,
+    "0.4.1": _LEGACY_FSDP,
+    "0.5.0": "verl.workers.actor.dp_actor / megatron_actor (trainer.use_legacy_worker_impl=auto)",
+    "0.6.0": "verl.workers.actor.dp_actor / megatron_actor (trainer.use_legacy_worker_impl=auto)",
+    "0.6.1": "verl.workers.actor.dp_actor / megatron_actor (trainer.use_legacy_worker_impl=auto)",
     "0.7.0": "verl.workers.actor.dp_actor / megatron_actor (trainer.use_legacy_worker_impl=auto)",
     "0.7.1": "verl.workers.actor.dp_actor / megatron_actor (trainer.use_legacy_worker_impl=auto)",
     "0.8.0": "verl.workers.utils.losses.ppo_loss",

@@ -8,7 +8,8 @@ both ways is an error, not a silent precedence rule), prints the KL block
 configuration before verl starts, and runs ``python -m verl.trainer.main_ppo`` with them.
 When the config needs the patch, the overrides carry ``KL_PATCHES_VERL`` into every Ray
 process through ``ray_kwargs.ray_init.runtime_env.env_vars``; the launcher also sets it for the
-driver and refuses to start if the ``verl.plugins`` entry point cannot load in this install.
+driver, with Ray's ``RAY_RUNTIME_ENV_HOOK`` (verl < 0.9 loads no entry point), and refuses to
+start if the ``verl.plugins`` entry point cannot load in this install.
 
 The KL flags are the uniform ``--kl NAME --kl.FIELD VALUE`` plus ``--kl.outside_std`` (a verl
 patch option, not a KLConfig field). The coefficient defaults to verl's own default,
@@ -305,6 +306,7 @@ def main(argv: list[str]) -> int:
             raise errors.UsageError(str(exc)) from None
         if spec is not None:
             env[ENV_VAR] = spec.to_json()
+            _add_runtime_env_hook(env)
     return subprocess.call(command, env=env)
 
 
@@ -359,6 +361,21 @@ def _given(args: argparse.Namespace, flag: str) -> bool:
     if flag == "--coef":
         return args.coef is not None
     return hasattr(args, "kl_field_coef")
+
+
+def _add_runtime_env_hook(env: dict[str, str]) -> None:
+    """Ray's ``RAY_RUNTIME_ENV_HOOK`` for verl's driver: every Ray worker of the job gets the
+    setup hook and ``KL_PATCHES_VERL`` whatever runtime env verl builds (the route of verl
+    < 0.9, which loads no entry point; 0.4-0.5 ignore ``ray_kwargs``)."""
+    from .delivery import RAY_HOOK_VAR, RUNTIME_ENV_HOOK
+
+    found = env.get(RAY_HOOK_VAR, RUNTIME_ENV_HOOK)
+    if found != RUNTIME_ENV_HOOK:
+        raise errors.UsageError(
+            f"{RAY_HOOK_VAR}={found} is set; kl-patches needs {RUNTIME_ENV_HOOK} there to reach "
+            "verl's Ray workers (unset it, or call it from your hook)"
+        )
+    env[RAY_HOOK_VAR] = RUNTIME_ENV_HOOK
 
 
 def _quote(text: str) -> str:

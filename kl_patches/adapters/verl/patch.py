@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from typing import Any
@@ -58,6 +59,9 @@ SOURCES: dict[tuple[str, str], str] = {
     ("verl.workers.utils.losses", "ppo_loss"): "_ppo_loss",
 }
 """Defining module and name of each wrapped verl function -> the wrapper in this module."""
+
+OPTIONAL_SOURCES: frozenset[str] = frozenset({"verl.workers.utils.losses"})
+"""Modules of :data:`SOURCES` that verl < 0.7 does not have (its legacy actor adds the KL loss)."""
 
 KNOWN_IMPORTERS: tuple[tuple[str, str], ...] = (
     ("verl.trainer.ppo.v1.trainer_base", "apply_kl_penalty"),
@@ -107,13 +111,17 @@ def resolve_targets() -> dict[Target, str]:
     The module is read from the function object that the module of :data:`SOURCES` holds
     (``ray_trainer.apply_kl_penalty.__module__``), so a function moved elsewhere and imported
     back by name (``verl.trainer.ppo.trainer_utils``) is patched where it lives; propagation
-    then reaches every module that imported it.
+    then reaches every module that imported it. ``ppo_loss`` is left out where its module does
+    not exist and the legacy actor computes the KL loss (verl 0.4-0.6): there is nothing to
+    wrap, and a loss side that needs the patch is refused (:func:`_check_loss_site`).
     """
     out: dict[Target, str] = {}
     for (module, attr), wrapper in SOURCES.items():
         if attr in _BY_ATTR:
             out[_BY_ATTR[attr]] = wrapper
             continue
+        if module in OPTIONAL_SOURCES and _absent(module) and _legacy_loss_site() is not None:
+            continue  # verl < 0.7: the legacy actor is the only KL-loss site (_check_loss_site)
         function = vars(importlib.import_module(module)).get(attr)
         if not callable(function):
             raise RuntimeError(
@@ -125,9 +133,17 @@ def resolve_targets() -> dict[Target, str]:
     return out
 
 
+def _absent(module: str) -> bool:
+    """True when the installed verl has no module ``module``."""
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
 def _legacy_loss_site() -> str | None:
     """The module that computes the KL loss instead of ``ppo_loss``, if the installed verl has
-    one (0.7.x: ``verl.workers.actor.dp_actor``)."""
+    one (0.4-0.7: ``verl.workers.actor.dp_actor``)."""
     for name in ("verl.workers.actor.dp_actor",):
         try:
             if importlib.util.find_spec(name) is not None:
@@ -290,18 +306,31 @@ def _original(module_name: str, attr: str) -> Any:
 
 
 # ----------------------------------------------------------------------------- reward side
+_UNSET: Any = object()
+"""``multi_turn`` not passed (verl >= 0.5 has no such parameter)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _takes(function: Any, parameter: str) -> bool:
+    """True when ``function`` (a verl original) has a parameter named ``parameter``."""
+    return parameter in inspect.signature(function).parameters
+
+
 def _apply_kl_penalty(
-    data: Any, kl_ctrl: Any, kl_penalty: str = "kl"
+    data: Any, kl_ctrl: Any, kl_penalty: str = "kl", multi_turn: Any = _UNSET
 ) -> tuple[Any, dict[str, Any]]:
     """verl's ``apply_kl_penalty`` with the core's penalty for the marker estimator.
 
     Each core quantity is computed once: the per-token terms (token granularity) or the
-    sequence estimate, from which the penalty and both monitors follow.
+    sequence estimate, from which the penalty and both monitors follow. The response mask is
+    read as the installed release reads it (:func:`_reward_mask`); ``multi_turn`` exists in
+    verl 0.4.x only and is passed on only when given.
     """
     if kl_penalty != MARKER:
-        return _original("verl.trainer.ppo.ray_trainer", "apply_kl_penalty")(
-            data, kl_ctrl, kl_penalty
-        )
+        original = _original("verl.trainer.ppo.ray_trainer", "apply_kl_penalty")
+        if multi_turn is _UNSET:
+            return original(data, kl_ctrl, kl_penalty)  # type: ignore[no-any-return]
+        return original(data, kl_ctrl, kl_penalty, multi_turn=multi_turn)  # type: ignore[no-any-return]
     spec = _require_active()
     offpolicy.refuse_in_reward(spec.config)
     cfg = _reward_config(spec.config, float(kl_ctrl.value))
@@ -310,7 +339,7 @@ def _apply_kl_penalty(
             f"algorithm.kl_penalty={MARKER!r} but the kl-patches config {spec.config} has no "
             "reward side; set algorithm.use_kl_in_reward=False"
         )
-    mask = data.batch["response_mask"]
+    mask = _reward_mask(data, multi_turn)
     valid = mask.bool()  # the core's mask != 0, once for the one or two core calls below
     old, ref = _detached(data.batch["old_log_probs"]), _detached(data.batch["ref_log_prob"])
     scores = data.batch["token_level_scores"]
@@ -342,6 +371,23 @@ def _apply_kl_penalty(
         shared.ACTIVE: 1.0,
     }
     return data, metrics
+
+
+def _reward_mask(data: Any, multi_turn: Any) -> torch.Tensor:
+    """The response mask the installed ``apply_kl_penalty`` uses: ``response_mask`` (verl >=
+    0.5), or, where it takes ``multi_turn`` (0.4.x), the response part of ``attention_mask``
+    (``loss_mask`` for multi-turn data), as 0.4's ``ray_trainer.apply_kl_penalty`` slices it."""
+    original = _original("verl.trainer.ppo.ray_trainer", "apply_kl_penalty")
+    if not _takes(original, "multi_turn"):
+        if multi_turn is not _UNSET:
+            raise TypeError(
+                "apply_kl_penalty() got multi_turn, which the installed verl's apply_kl_penalty "
+                "does not take (verl 0.4.x only)"
+            )
+        return data.batch["response_mask"]  # type: ignore[no-any-return]
+    length = data.batch["responses"].size(1)
+    source = "loss_mask" if multi_turn is not _UNSET and multi_turn else "attention_mask"
+    return data.batch[source][:, -length:]  # type: ignore[no-any-return]
 
 
 def _detached(x: torch.Tensor) -> torch.Tensor:
@@ -524,15 +570,7 @@ def _group_centred(values: torch.Tensor, index: Any, group: int = 0) -> torch.Te
     return (values - means[inverse]).view(-1, 1)
 
 
-def _compute_advantage(
-    data: Any,
-    adv_estimator: Any,
-    gamma: float = 1.0,
-    lam: float = 1.0,
-    num_repeat: int = 1,
-    norm_adv_by_std_in_grpo: bool = True,
-    config: Any = None,
-) -> Any:
+def _compute_advantage(data: Any, adv_estimator: Any, *args: Any, **kwargs: Any) -> Any:
     """verl's ``compute_advantage``; with ``kl_outside_std`` the KL skips GRPO's 1/std.
 
     ``apply_kl_penalty`` has already placed the penalty on each row's last token of
@@ -544,33 +582,37 @@ def _compute_advantage(
     divides by the std (and were the flag passed, centring after a std-free GRPO is what GRPO on
     the penalized rewards gives). Other estimators, and ``grpo`` without the std, run on the
     penalized rewards.
+
+    The arguments are passed on as given (the call shape differs by release: ``multi_turn``
+    and ``**kwargs`` in 0.4.0, ``config`` from 0.4.1); ``num_repeat``,
+    ``norm_adv_by_std_in_grpo`` and ``multi_turn`` are read by binding them to the installed
+    function's signature.
     """
     original = _original("verl.trainer.ppo.ray_trainer", "compute_advantage")
-    kwargs = {
-        "gamma": gamma,
-        "lam": lam,
-        "num_repeat": num_repeat,
-        "norm_adv_by_std_in_grpo": norm_adv_by_std_in_grpo,
-        "config": config,
-    }
     if PENALTY_KEY not in data.batch:  # (cheaper than popping a missing key)
-        return original(data, adv_estimator, **kwargs)
+        return original(data, adv_estimator, *args, **kwargs)
     negative = data.batch.pop(PENALTY_KEY)  # [B]: minus the sequence penalty
+    bound = inspect.signature(original).bind(data, adv_estimator, *args, **kwargs)
+    bound.apply_defaults()
+    options = bound.arguments
     name = str(getattr(adv_estimator, "value", adv_estimator))
-    if name not in GRPO_LIKE or (name == "grpo" and not norm_adv_by_std_in_grpo):
-        return original(data, adv_estimator, **kwargs)  # the rewards carry the whole penalty
+    if name not in GRPO_LIKE or (name == "grpo" and not options["norm_adv_by_std_in_grpo"]):
+        # the rewards carry the whole penalty
+        return original(data, adv_estimator, *args, **kwargs)
     # verl's GRPO on the task score alone; the penalized rewards go back afterwards
     penalized = data.batch["token_level_rewards"]
     data.batch["token_level_rewards"] = data.batch["token_level_scores"]
     try:
-        data = original(data, adv_estimator, **kwargs)
+        data = original(data, adv_estimator, *args, **kwargs)
     finally:
         data.batch["token_level_rewards"] = penalized
     mask = data.batch["response_mask"]
+    if options.get("multi_turn"):  # verl 0.4.x: GRPO's mask is the response part of loss_mask
+        mask = data.batch["loss_mask"][:, -mask.size(1) :]
     uid = data.non_tensor_batch["uid"]
     # minus the centred penalty: centring is exact under negation ((-a) - mean(-a) has the
     # bits of -(a - mean(a))), so this adds the bits of subtracting the centred penalty
-    centred = _group_centred(negative, uid, int(num_repeat))
+    centred = _group_centred(negative, uid, int(options["num_repeat"]))
     # in place: verl's GRPO has just made these tensors (no one else holds them) and returns one
     # tensor as both advantages and returns: one pass, no fresh [B, T] buffer
     advantages, returns = data.batch["advantages"], data.batch["returns"]
@@ -592,8 +634,6 @@ _CAPTURED: list[dict[str, Any]] = []
 
 def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
     """The policy loss under :data:`CAPTURE_LOSS_MODE`: record, then run the real one."""
-    from verl.trainer.ppo.core_algos import get_policy_loss_fn
-
     if args or not _CAPTURED or "log_prob" not in kwargs:
         raise RuntimeError(
             f"kl_patches.verl: policy loss {CAPTURE_LOSS_MODE!r} called outside the patch's "
@@ -604,6 +644,8 @@ def _capturing_policy_loss(*args: Any, **kwargs: Any) -> Any:
     slot["log_prob"] = kwargs["log_prob"]
     slot["response_mask"] = kwargs["response_mask"]
     slot["old_log_prob"] = kwargs["old_log_prob"]
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+
     return get_policy_loss_fn(slot["loss_mode"])(**kwargs)
 
 

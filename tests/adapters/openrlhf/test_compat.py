@@ -1,5 +1,5 @@
 """The OpenRLHF adapter on the installed OpenRLHF release (``nox -s compat`` runs this file against
-every release of the compat matrix, 0.10.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
+every release of the compat matrix, 0.9.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
 
 The behaviour canaries pass and each fails with a clear error when its function is planted to
 compute something else; a planted signature change of each patched function is refused; what
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from openrlhf_support.harness import activate
+from openrlhf_support.harness import activate, experience_class
 
 activate()
 
@@ -174,7 +174,7 @@ def test_planted_signature_change_is_refused(monkeypatch: pytest.MonkeyPatch, in
 # ------------------------------------------------------------------ the real functions, patched
 def layout(args: Any) -> Any:
     """``args`` (OpenRLHF 0.10.2+'s dotted namespace) as this release's parser gives it: the flat
-    names of 0.10.0-0.10.1 where the release is older."""
+    names of 0.9.0-0.10.1 where the release is older."""
     if DOTTED:
         return args
     kl, adv = args.algo.kl, args.algo.advantage
@@ -194,6 +194,7 @@ def layout(args: Any) -> Any:
         entropy_loss_coef=args.actor.entropy_coef,
         use_dynamic_batch=False,
         packing_samples=False,
+        overlong_buffer_len=None,  # 0.9.0-0.9.1 read it here (DAPO's length penalty: off)
     )
 
 
@@ -258,7 +259,7 @@ def test_reward_side_through_the_real_advantages(batch: dict[str, Any]) -> None:
 
 
 def test_loss_side_through_the_real_training_step() -> None:
-    from openrlhf.trainer.ppo_utils.experience import Experience
+    Experience = experience_class()
     from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
 
     data = actor_batch(seed=2)

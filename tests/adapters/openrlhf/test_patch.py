@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from openrlhf_support.harness import activate
+from openrlhf_support.harness import activate, experience_class
 
 activate()
 
@@ -76,7 +76,8 @@ def test_every_module_that_imported_compute_approx_kl_is_patched_and_restored() 
             importlib.import_module(info.name)
         except ModuleNotFoundError:
             missing.append(info.name)
-    assert set(missing) <= {"openrlhf.cli.serve_rm"}  # needs uvicorn; holds no KL code
+    # serve_rm needs uvicorn, 0.9.x's batch_inference jsonlines; neither holds KL code
+    assert set(missing) <= {"openrlhf.cli.serve_rm", "openrlhf.cli.batch_inference"}
     importers = sorted(
         name
         for name, module in list(sys.modules.items())
@@ -120,15 +121,15 @@ def test_new_config_replaces_old_one() -> None:
     assert all(".ppo_actor" not in name for name in applied())
 
 
-@pytest.mark.parametrize("version", ["0.9.9", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
+@pytest.mark.parametrize("version", ["0.8.11", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
 def test_version_guard(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below the tested range 0.10.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
+    """Below the tested range 0.9.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
     and 1.0 were refused before the range was widened and newer releases got the canaries,
-    issue 14: test_compat.py covers them.)"""
+    issue 14, and 0.9.9 before issue 36: test_compat.py covers them.)"""
     monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
     monkeypatch.setattr(P, "installed_version", lambda: version)
     before = snapshot()
-    with pytest.raises(RuntimeError, match=r">=0\.10\.0,<0\.12"):
+    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.12"):
         apply(EVERYTHING)
     assert snapshot() == before
 
@@ -266,7 +267,7 @@ def test_training_step_loss_is_core_loss_term_then_native_after_revert(
 
 def test_sum_aggregation_uses_openrlhf_global_sample_count(actor: object) -> None:
     """Micro-batch of 4 in an optimiser step of 8 sequences: the core's mean scaled by 4/8."""
-    from openrlhf.trainer.ppo_utils.experience import Experience
+    Experience = experience_class()
 
     config = KLConfig(estimator="k3", placement="loss", coef=COEF)
     data = actor_batch()
@@ -322,7 +323,8 @@ def run_real_make_experience(
     from types import SimpleNamespace
 
     from openrlhf.trainer.ppo_utils import experience_maker
-    from openrlhf.trainer.ppo_utils.experience import Experience
+
+    Experience = experience_class()
 
     monkeypatch.setattr(experience_maker, "ray", SimpleNamespace(put=lambda x: x, get=lambda x: x))
     args.train.colocate_all = args.train.colocate_actor_ref = False  # type: ignore[attr-defined]
@@ -381,7 +383,7 @@ def test_hook_patches_already_imported_modules_and_needs_a_config(
     try:
         hook.setup()
         hook.setup()  # idempotent: one finder, same patches
-        assert sum(type(f).__name__ == "_PostImportFinder" for f in sys.meta_path) == 1
+        assert sum(type(f).__name__ == "PostImportFinder" for f in sys.meta_path) == 1
         status = hook.status()
         assert status["configured"] and status["hook_installed"]
         assert sorted(applied()) == sorted(t.name for t in P.resolve_targets())

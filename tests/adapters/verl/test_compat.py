@@ -12,6 +12,7 @@ runs through the real ``ppo_loss`` after; the reward side runs through the real
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 import warnings
@@ -26,8 +27,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import verl
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 from verl.trainer.ppo import core_algos, ray_trainer
 from verl_support.batches import last_token, make_rollout, to_dataproto
+from verl_support.configs import with_verl_clamps
 
 from kl_patches import core
 from kl_patches.adapters import verl as kv
@@ -39,7 +42,9 @@ from kl_patches.config import KLConfig
 TOL = {"atol": 1e-6, "rtol": 1e-6}
 REWARD = KLConfig(estimator="k2", placement="reward", coef=0.1, granularity="sequence")
 LOSS = KLConfig(estimator="k2", placement="loss", coef=0.1, granularity="sequence")
+_RT = "verl.trainer.ppo.ray_trainer"
 LOSS_PATCH = SpecifierSet(versions.LOSS_PATCH).contains(verl.__version__)
+ENGINE_LOSS = not patch._absent("verl.workers.utils.losses")
 
 
 @pytest.fixture(autouse=True)
@@ -147,16 +152,17 @@ def test_planted_canary_failure_is_a_clear_error(
 
 def test_planted_ppo_loss_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     """From 0.8.0 a loss config runs the ppo_loss canary; before, the legacy-actor refusal comes
-    first (the planted function is never reached)."""
-    from verl.workers.utils import losses
+    first (the planted function is never reached; verl < 0.7 has no engine loss to plant)."""
+    if ENGINE_LOSS:
+        from verl.workers.utils import losses
 
-    real = losses.ppo_loss
+        real = losses.ppo_loss
 
-    def ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
-        loss, metrics = real(config, model_output, data, dp_group=dp_group)
-        return loss + 0.5, metrics  # a KL-like term whatever use_kl_loss says
+        def ppo_loss(config: Any, model_output: Any, data: Any, dp_group: Any = None) -> Any:
+            loss, metrics = real(config, model_output, data, dp_group=dp_group)
+            return loss + 0.5, metrics  # a KL-like term whatever use_kl_loss says
 
-    _plant(monkeypatch, losses, "ppo_loss", ppo_loss)
+        _plant(monkeypatch, losses, "ppo_loss", ppo_loss)
     error, message = (
         (CanaryError, r"losses\.ppo_loss computed a loss of .* with use_kl_loss off")
         if LOSS_PATCH
@@ -170,8 +176,9 @@ def test_planted_ppo_loss_failure(monkeypatch: pytest.MonkeyPatch) -> None:
 SIGNED = {
     "apply_kl_penalty": "verl.trainer.ppo.ray_trainer",
     "compute_advantage": "verl.trainer.ppo.ray_trainer",
-    "ppo_loss": "verl.workers.utils.losses",
+    **({"ppo_loss": "verl.workers.utils.losses"} if ENGINE_LOSS else {}),
 }
+"""The wrapped functions of the installed release (verl < 0.7 has no engine ``ppo_loss``)."""
 
 
 @pytest.mark.parametrize("name", sorted(SIGNED))
@@ -291,9 +298,21 @@ def test_straight_through_names_crash_before_0_8_and_take_the_k2_gradient_after(
 
 def test_every_deselected_test_exists() -> None:
     root = Path(__file__).resolve().parents[3]
-    for node in versions.LEGACY_ACTOR_DESELECT:
+    nodes = {n for step in versions.SWEEP_PLAN.steps for n in step.deselect}
+    assert set(versions.NO_ENGINE_LOSS_DESELECT) <= nodes
+    for node in nodes:
         path, _, name = node.partition("::")
-        assert f"def {name}(" in (root / path).read_text(), node
+        assert (root / path).is_file(), node
+        assert not name or f"def {name}(" in (root / path).read_text(), node
+
+
+def test_no_engine_loss_exactly_where_the_legacy_deselection_applies() -> None:
+    """verl 0.4-0.6 have no workers.utils.losses (the tests needing it are deselected there)."""
+    assert ENGINE_LOSS is (Version(verl.__version__) >= Version("0.7.0"))
+    step = next(s for s in versions.SWEEP_PLAN.steps if s.version == verl.__version__)
+    engine_tests = set(versions.NO_ENGINE_LOSS_DESELECT) - set(versions.LEGACY_ACTOR_DESELECT)
+    assert engine_tests.isdisjoint(step.deselect) is ENGINE_LOSS
+    assert "ppo_loss" not in {t.attr for t in patch.resolve_targets()} or ENGINE_LOSS
 
 
 def test_every_by_name_importer_of_this_release_gets_the_wrapper() -> None:
@@ -313,3 +332,70 @@ def test_every_by_name_importer_of_this_release_gets_the_wrapper() -> None:
     }
     kv.revert()
     assert {(m, a): getattr(modules[m], a) for m, a in importers} == originals
+
+
+# ------------------------------------------------------------------ the 0.4.x call shapes
+MULTI_TURN_ARG = (
+    "multi_turn" in inspect.signature(canaries.original(_RT, "apply_kl_penalty")).parameters
+)
+"""verl 0.4.x: apply_kl_penalty and compute_advantage take multi_turn (and slice their masks)."""
+
+
+def _with_loss_mask(r: Any) -> Any:
+    """``to_dataproto(r)`` plus a multi-turn ``loss_mask`` with a hole (tool tokens) in row 0."""
+    data = to_dataproto(r)
+    loss_mask = data.batch["attention_mask"].clone()
+    loss_mask[0, -3] = 0
+    data.batch["loss_mask"] = loss_mask
+    return data
+
+
+def test_multi_turn_argument_exactly_in_0_4() -> None:
+    assert MULTI_TURN_ARG is (Version(verl.__version__) < Version("0.5.0"))
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+@pytest.mark.parametrize("multi_turn", [None, False, True], ids=["absent", "false", "true"])
+def test_marker_reward_is_verls_own_where_verl_expresses_it(
+    estimator: str, multi_turn: bool | None
+) -> None:
+    """The marker's reward with verl's numerics is verl's apply_kl_penalty on every release,
+    with the mask each release reads (0.4.x: the response part of attention_mask, or of
+    loss_mask for multi-turn data); a multi_turn argument the release lacks is refused."""
+    config = with_verl_clamps(KLConfig(estimator=estimator, placement="reward", coef=0.1))
+    r = make_rollout(seed=31, spread=3.0)
+    options = {} if multi_turn is None else {"multi_turn": multi_turn}
+    ctrl = core_algos.FixedKLController(0.1)
+    kv.apply(config)
+    if options and not MULTI_TURN_ARG:
+        with pytest.raises(TypeError, match="multi_turn"):
+            ray_trainer.apply_kl_penalty(_with_loss_mask(r), ctrl, kv.MARKER, **options)
+        return
+    ours, metrics = ray_trainer.apply_kl_penalty(_with_loss_mask(r), ctrl, kv.MARKER, **options)
+    theirs, _ = ray_trainer.apply_kl_penalty(_with_loss_mask(r), ctrl, estimator, **options)
+    assert metrics["kl_patches/active"] == 1.0
+    rewards = ours.batch["token_level_rewards"]
+    torch.testing.assert_close(rewards, theirs.batch["token_level_rewards"], **TOL)
+    hole = bool(multi_turn) and MULTI_TURN_ARG
+    assert bool(rewards[0, -3] == r.token_scores[0, -3]) is hole  # no penalty on the hole
+
+
+def test_kl_outside_std_centres_on_grpos_own_mask() -> None:
+    """kl_outside_std: the group-centred penalty lands on the tokens verl's GRPO broadcasts to
+    (0.4.x with multi_turn: loss_mask's response part, so not on the hole)."""
+    config = KLConfig(estimator="k1", placement="reward", coef=0.1)
+    r = make_rollout(seed=32)
+    kv.apply(kv.PatchSpec(config, kl_outside_std=True))
+    options = {"multi_turn": True} if MULTI_TURN_ARG else {}
+    data, _ = ray_trainer.apply_kl_penalty(
+        _with_loss_mask(r), core_algos.FixedKLController(0.1), kv.MARKER
+    )
+    data = ray_trainer.compute_advantage(data, "grpo", num_repeat=4, **options)
+    penalty = core.reward_penalty(r.old_logp, r.ref_logp, r.mask, config).view(-1, 4)
+    score = r.score.view(-1, 4)
+    scaled = (score - score.mean(1, keepdim=True)) / (score.std(1, keepdim=True) + 1e-6)
+    expected = (scaled - (penalty - penalty.mean(1, keepdim=True))).reshape(-1)
+    mask = r.mask.float()
+    if MULTI_TURN_ARG:
+        mask[0, -3] = 0.0
+    torch.testing.assert_close(data.batch["advantages"], expected[:, None] * mask, **TOL)

@@ -28,22 +28,38 @@ def _by_name(release: str) -> dict[str, compat.Symbol]:
     return {s.name: s for s in compat.SURFACE[release]}
 
 
-def test_releases_cover_07_to_091_and_every_target_once() -> None:
-    """SURFACE has exactly RELEASES (ascending, all in the history) and each TARGET once each."""
+NEW_IN = {"ppo_loss": "0.6.0", "kl_penalty_forward": "0.6.0"}
+"""Tracked functions that the oldest releases do not define, and the first release that does."""
+
+
+def test_releases_cover_04_to_091_and_every_target_once() -> None:
+    """SURFACE has exactly RELEASES (ascending, all in the history) and each TARGET once in each
+    release that defines it (every one from 0.6.0)."""
     assert list(compat.RELEASES) == sorted(compat.RELEASES, key=Version)
     assert set(compat.RELEASES) <= set(HISTORY.releases)
     assert list(compat.SURFACE) == list(compat.RELEASES)
     for release, symbols in compat.SURFACE.items():
-        assert sorted(s.name for s in symbols) == sorted(compat.TARGETS), release
+        expected = [
+            t for t in compat.TARGETS if Version(release) >= Version(NEW_IN.get(t, "0.4.0"))
+        ]
+        assert sorted(s.name for s in symbols) == sorted(expected), release
 
 
 def test_change_points_are_exactly_the_surface_differences() -> None:
-    """Recompute (release, name, changed fields) from SURFACE; it must equal CHANGE_POINTS."""
+    """Recompute (release, name, changed fields) from SURFACE; it must equal CHANGE_POINTS (a
+    function new in a release lists its non-empty fields)."""
     derived = set()
     for before, after in zip(compat.RELEASES, compat.RELEASES[1:], strict=False):
         old, new = _by_name(before), _by_name(after)
         for name in compat.TARGETS:
-            changed = tuple(f for f in _FIELDS if getattr(old[name], f) != getattr(new[name], f))
+            if name not in new:
+                continue
+            if name not in old:
+                changed = tuple(f for f in _FIELDS if getattr(new[name], f) not in ((), ""))
+            else:
+                changed = tuple(
+                    f for f in _FIELDS if getattr(old[name], f) != getattr(new[name], f)
+                )
             if changed:
                 derived.add((after, name, changed))
     listed = {(c.release, c.name, c.fields) for c in compat.CHANGE_POINTS}
@@ -62,21 +78,31 @@ def test_patch_sources_and_importers_match_the_091_surface() -> None:
 
 
 def test_supported_range_covers_every_release_and_each_change_point_is_tested() -> None:
-    """versions.SUPPORTED_RANGE holds every surveyed release (issue 14 widened it from 0.9.x);
-    every release where the surface changes is in the compat matrix and in versions'
-    change points; versions' signatures and per-release importers equal the surface's."""
+    """versions.SUPPORTED_RANGE holds every surveyed release (issue 14 widened it from 0.9.x,
+    issue 36 from 0.7.0); every release where the surface changes is a change point of the
+    patch's path (in the compat matrix) or a surface-only change (in the sweep), never both;
+    versions' signatures and per-release importers equal the surface's for each function the
+    patch wraps where it wraps it (0.6's workers.roles ppo_loss is another function)."""
     low, high = (Version(v.lstrip("<>=")) for v in SUPPORTED_RANGE)
     inside = [r for r in compat.RELEASES if low <= Version(r) < high]
     assert inside == list(compat.RELEASES) == list(versions.RELEASES)
     changed = {c.release for c in compat.CHANGE_POINTS}
-    assert changed == {r for r, _ in versions.CHANGE_POINTS}
-    assert changed | {inside[0], inside[-1]} == set(versions.COMPAT_MATRIX)
-    wrapped = {attr for _, attr in SOURCES}
+    points, surface_only = dict(versions.CHANGE_POINTS), dict(versions.SURFACE_ONLY)
+    assert changed == set(points) | set(surface_only) and not set(points) & set(surface_only)
+    assert set(points) | {inside[0], inside[-1]} == set(versions.COMPAT_MATRIX)
+    assert [s.version for s in versions.SWEEP_PLAN.steps] == inside
+    assert [s.version for s in versions.COMPAT_PLAN.steps] == list(versions.COMPAT_MATRIX)
     for release in inside:
         surface = _by_name(release)
-        for name in wrapped:
+        wrapped = [
+            (module, name)
+            for module, name in SOURCES
+            if name in surface and surface[name].module == module
+        ]
+        assert {n for _, n in wrapped} >= {"apply_kl_penalty", "compute_advantage"}, release
+        for _, name in wrapped:
             assert surface[name].signature in versions.SIGNATURES[name], (release, name)
-        from_surface = {(m, name) for name in wrapped for m in surface[name].importers}
+        from_surface = {(m, name) for _, name in wrapped for m in surface[name].importers}
         assert set(versions.IMPORTERS[release]) == from_surface, release
 
     def strip(release: str) -> set[tuple[object, ...]]:
@@ -96,7 +122,7 @@ def test_default_loss_site_agrees_with_history() -> None:
         module = str(HISTORY.at(release)["loss.default_site"]).split(".DataParallelPPOActor")[0]
         assert module in site, release
     # Before 0.8.0 the default site binds kl_penalty by name: a ppo_loss wrapper cannot reach it.
-    for release in ("0.7.0", "0.7.1"):
+    for release in compat.RELEASES[: compat.RELEASES.index("0.8.0")]:
         assert "verl.workers.actor.dp_actor" in _by_name(release)["kl_penalty"].importers
 
 

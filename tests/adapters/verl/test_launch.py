@@ -122,11 +122,13 @@ def test_launcher_runs_entry_with_overrides_and_patch_env(
     record = tmp_path / "record.json"
     (tmp_path / "fake_main_ppo.py").write_text(
         "import json, os, sys\n"
-        f"json.dump({{'argv': sys.argv[1:], 'env': os.environ.get({versions.ENV_VAR!r})}}, "
+        f"json.dump({{'argv': sys.argv[1:], 'env': os.environ.get({versions.ENV_VAR!r}), "
+        f"'hook': os.environ.get({delivery.RAY_HOOK_VAR!r})}}, "
         f"open({str(record)!r}, 'w'))\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.delenv(versions.ENV_VAR, raising=False)
+    monkeypatch.delenv(delivery.RAY_HOOK_VAR, raising=False)
     code = launch.main(
         [
             "--kl",
@@ -145,6 +147,10 @@ def test_launcher_runs_entry_with_overrides_and_patch_env(
     assert capsys.readouterr().err.startswith("kl-patches verl: KL regulariser for verl\n")
     assert seen["argv"] == ["algorithm.adv_estimator=grpo", *kv.to_overrides(config)]
     assert seen["env"] == delivery.PatchSpec(config).to_json()
+    assert seen["hook"] == delivery.RUNTIME_ENV_HOOK  # the workers' route on verl < 0.9
+    monkeypatch.setenv(delivery.RAY_HOOK_VAR, "my_cluster.hook")  # refused: one line, exit 2
+    argv = ["--kl", "k3-in-loss", "--kl.importance_weighting", "token", "--entry", "x"]
+    assert launch.main(argv) == 2
 
 
 def test_launcher_check_refusing_an_override_is_one_line(

@@ -20,7 +20,11 @@ pytest.importorskip("verl")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from verl.trainer.ppo import core_algos, ray_trainer
-from verl.workers.utils import losses
+
+try:
+    from verl.workers.utils import losses
+except ImportError:  # verl < 0.7: no engine loss (its legacy actor computes the KL loss)
+    losses = None
 from verl_support.batches import (
     actor_config,
     last_token,
@@ -101,13 +105,14 @@ def test_apply_patches_every_importer_and_revert_restores_all() -> None:
 
 def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below the tested range, and pre-releases (``0.10.0rc1``, issue 15), are refused. (This
-    test refused 0.8.2 before the range became 0.7.0-0.9.x, issue 14.)"""
+    test refused 0.8.2 before the range became 0.7.0-0.9.x, issue 14, and 0.6.1 before it
+    became 0.4.0-0.9.x, issue 36.)"""
     import verl
 
     monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
-    for refused in ("0.6.1", "0.10.0rc1"):
+    for refused in ("0.3.0.post1", "0.10.0rc1"):
         monkeypatch.setattr(verl, "__version__", refused)
-        with pytest.raises(RuntimeError, match=r">=0\.7\.0,<0\.10"):
+        with pytest.raises(RuntimeError, match=r">=0\.4\.0,<0\.10"):
             kv.apply(PATCHED[0])
         assert kv.active() is None
 
@@ -119,6 +124,11 @@ def test_marker_fails_loudly_without_patch() -> None:
         ray_trainer.apply_kl_penalty(
             to_dataproto(r), core_algos.FixedKLController(0.1), versions.MARKER
         )
+
+
+def test_marker_fails_loudly_in_the_engine_loss_without_patch() -> None:
+    """The same in verl's engine loss (0.7+; before, test_compat checks the legacy refusal)."""
+    r = make_rollout()
     out, data = ppo_loss_inputs(r, torch.zeros_like(r.old_logp))
     with pytest.raises(NotImplementedError):
         losses.ppo_loss(actor_for(PATCHED[0]), out, data)
@@ -216,7 +226,13 @@ def test_sequence_level_k2_reward_through_grpo() -> None:
     torch.testing.assert_close(data.batch["advantages"], ref.batch["advantages"], **TOL)
 
 
-@pytest.mark.parametrize("estimator", ["grpo", "grpo_vectorized"])
+GRPO_ESTIMATORS = ["grpo"] + [
+    e for e in versions.GRPO_LIKE[1:] if e in getattr(core_algos, "ADV_ESTIMATOR_REGISTRY", {})
+]
+"""verl's GRPO estimators in the installed release (grpo_vectorized from 0.6.0)."""
+
+
+@pytest.mark.parametrize("estimator", GRPO_ESTIMATORS)
 def test_kl_outside_grpo_std(estimator: str) -> None:
     """A_i = (R_i - mean R) / (std R + 1e-6) - (P_i - mean P) within each group of 4, for both
     of verl's GRPO estimators; the rewards carry the penalty on the last token."""

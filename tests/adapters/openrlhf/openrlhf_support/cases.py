@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from openrlhf_support.harness import actor_trainer, make_args
+from openrlhf_support.harness import actor_trainer, experience_class, make_args
 
 from kl_patches import KLConfig, core
 from kl_patches.adapters.openrlhf import to_args
@@ -74,7 +74,7 @@ def run_training_step(
 
     Returns (loss recorded by the strategy, gradients, actor log-probs, ref and old log-probs).
     """
-    from openrlhf.trainer.ppo_utils.experience import Experience
+    Experience = experience_class()
 
     trainer = actor_trainer(actor, args)
     actor.zero_grad()

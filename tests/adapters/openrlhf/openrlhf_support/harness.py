@@ -98,6 +98,25 @@ def make_experience_maker(args: SimpleNamespace) -> Any:
     return maker
 
 
+def experience_class() -> Any:
+    """A builder of OpenRLHF's ``Experience`` (``trainer/ppo_utils/experience.py`` from 0.9.9,
+    ``experience_maker.py`` before; the same keyword fields). 0.9.0-0.9.8 turn an empty ``info``
+    dict into a list (``info or []``); OpenRLHF's own ``make_experience`` never passes an empty
+    one, so the builder sets the dict after construction."""
+    try:
+        from openrlhf.trainer.ppo_utils.experience import Experience
+    except ImportError:
+        from openrlhf.trainer.ppo_utils.experience_maker import Experience
+
+    def build(**fields: Any) -> Any:
+        info = fields.pop("info", None)
+        experience = Experience(**fields)
+        experience.info = {} if info is None else info
+        return experience
+
+    return build
+
+
 def make_experience(
     rewards: Any,
     logp: Any,
@@ -108,7 +127,7 @@ def make_experience(
     keep_ref: bool = False,
 ) -> Any:
     """An ``Experience`` as ``make_experience`` leaves it, before the KL is attached."""
-    from openrlhf.trainer.ppo_utils.experience import Experience
+    Experience = experience_class()
 
     return Experience(
         action_mask=mask.clone(),

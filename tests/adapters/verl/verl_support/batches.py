@@ -66,7 +66,11 @@ def to_dataproto(r: Rollout, values: torch.Tensor | None = None):  # type: ignor
     """verl DataProto with the fields the TaskRunner has before ``apply_kl_penalty``."""
     from verl.protocol import DataProto
 
+    rows, length = r.mask.shape
     tensors = {
+        # verl 0.4.x's apply_kl_penalty slices its mask from these (response_mask from 0.5.0)
+        "responses": torch.ones(rows, length, dtype=torch.long),
+        "attention_mask": torch.cat([torch.ones(rows, 2), r.mask.float()], dim=1).long(),
         "response_mask": r.mask.float(),
         "token_level_scores": r.token_scores,
         "old_log_probs": r.old_logp,
