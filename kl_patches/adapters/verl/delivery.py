@@ -10,10 +10,10 @@ patch.
 
 Releases before 0.9.0 load no entry point, and 0.4-0.5 ignore ``ray_kwargs``: there Ray's own
 ``RAY_RUNTIME_ENV_HOOK`` (:func:`runtime_env_hook`) adds a ``worker_process_setup_hook``
-(:func:`worker_setup`) and the variable to whatever runtime env verl passes to ``ray.init``, so
-every worker patches ``ray_trainer`` when it imports it (the reward side, where the TaskRunner
-runs it). From 0.6.0 ``VERL_USE_EXTERNAL_MODULES=kl_patches.adapters.verl.plugin`` is another
-route.
+(:func:`kl_patches.adapters.verl.plugin.worker_setup`) and the variable to whatever runtime env
+verl passes to ``ray.init``, so every worker patches verl's KL modules when it imports them, the
+way the entry point does. From 0.6.0
+``VERL_USE_EXTERNAL_MODULES=kl_patches.adapters.verl.plugin`` is another route.
 """
 
 from __future__ import annotations
@@ -66,16 +66,12 @@ RUNTIME_ENV_HOOK = "kl_patches.adapters.verl.delivery.runtime_env_hook"
 """Value for Ray's ``RAY_RUNTIME_ENV_HOOK`` in the driver's environment (see
 :func:`runtime_env_hook`)."""
 
-SETUP_HOOK = "kl_patches.adapters.verl.delivery.worker_setup"
+SETUP_HOOK = "kl_patches.adapters.verl.plugin.worker_setup"
 """The Ray ``worker_process_setup_hook`` that :func:`runtime_env_hook` adds."""
 
 RAY_HOOK_VAR = "RAY_RUNTIME_ENV_HOOK"
 """Ray reads this variable in ``ray.init``: a ``module.function`` that may change the job's
 ``runtime_env`` (``ray/_private/worker.py``, ``_maybe_modify_runtime_env``)."""
-
-REWARD_MODULE = "verl.trainer.ppo.ray_trainer"
-"""The module whose import makes :func:`worker_setup` apply the patch (it defines
-``apply_kl_penalty`` and ``compute_advantage`` in every release 0.4.0-0.9.1)."""
 
 
 def runtime_env_hook(runtime_env: dict[str, object] | None) -> dict[str, object]:
@@ -106,23 +102,3 @@ def runtime_env_hook(runtime_env: dict[str, object] | None) -> dict[str, object]
         )
     env["worker_process_setup_hook"] = SETUP_HOOK
     return env
-
-
-def worker_setup() -> None:
-    """Ray ``worker_process_setup_hook``: apply the patch in this worker right after it imports
-    verl's ``ray_trainer`` (now, if it already has); workers that never import it import
-    nothing. An unset or invalid :data:`ENV_VAR` raises (Ray then fails the worker with it)."""
-    if configured() is None:
-        raise RuntimeError(
-            f"kl_patches: the verl setup hook {SETUP_HOOK} runs in this Ray worker but {ENV_VAR} "
-            "is not set; put it in the driver's environment or the job's runtime_env env_vars"
-        )
-    delivery.install_post_import("verl", {REWARD_MODULE: _apply_configured})
-
-
-def _apply_configured() -> None:
-    from kl_patches.adapters.verl import patch
-
-    spec = configured()
-    if spec is not None:
-        patch.apply(spec)

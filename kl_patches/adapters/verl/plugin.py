@@ -20,7 +20,8 @@ ERROR level here; a process without the patch then still fails loudly, because v
 raises on the estimator name ``kl_patches``. The active patch is logged at WARNING level once
 per process (verl sets logging to WARNING). The same module works as
 ``VERL_USE_EXTERNAL_MODULES=kl_patches.adapters.verl.plugin`` (errors propagate) and as a Ray
-``worker_process_setup_hook`` (:func:`setup`).
+``worker_process_setup_hook`` (:func:`worker_setup`, which Ray's ``RAY_RUNTIME_ENV_HOOK`` adds
+for releases before 0.9.0: :func:`kl_patches.adapters.verl.delivery.runtime_env_hook`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ the first of them has finished importing."""
 LOAD_ERROR: BaseException | None = None
 """The exception of the last failed activation in this process (None if none failed)."""
 
-__all__ = ["KL_MODULES", "LOAD_ERROR", "configured", "setup"]
+__all__ = ["KL_MODULES", "LOAD_ERROR", "configured", "setup", "worker_setup"]
 
 
 def _fail(exc: BaseException) -> None:
@@ -66,6 +67,10 @@ def _apply(spec: PatchSpec) -> PatchSpec | None:
         raise
 
 
+_SCHEDULED = False
+"""True once :func:`setup` found a configuration in this process (applied or waiting)."""
+
+
 def setup() -> PatchSpec | None:
     """Apply the configured patch (no-op when none is configured); raise if it cannot.
 
@@ -80,11 +85,27 @@ def setup() -> PatchSpec | None:
         raise
     if spec is None:
         return None
+    global _SCHEDULED
+    _SCHEDULED = True
     if delivery.after_import(KL_MODULES, lambda: _apply(spec), settle="verl"):
         from kl_patches.adapters.verl.patch import active
 
         return active()
     return None
+
+
+def worker_setup() -> None:
+    """Ray ``worker_process_setup_hook`` (verl < 0.9, through
+    :func:`~kl_patches.adapters.verl.delivery.runtime_env_hook`): the entry point's path,
+    :func:`setup`, in a worker whose verl loads no entry point. Raises when ``KL_PATCHES_VERL``
+    is not set (the hook is only added with it, so its absence means a broken runtime env)."""
+    if configured() is None:
+        raise RuntimeError(
+            f"kl_patches: the verl setup hook runs in this Ray worker but {ENV_VAR} is not set; "
+            "put it in the driver's environment or the job's runtime_env env_vars"
+        )
+    if not _SCHEDULED:  # importing this module ran setup() already when the variable was set
+        setup()
 
 
 setup()
