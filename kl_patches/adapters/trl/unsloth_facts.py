@@ -57,6 +57,7 @@ __all__ = [
     "resolve_settings",
     "rows",
     "trl_pin",
+    "wheels",
 ]
 
 PACKAGES = ("unsloth", "unsloth_zoo")
@@ -395,6 +396,13 @@ def fix(config: KLConfig, settings: dict[str, object]) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------ evidence
+def wheels() -> tuple[tuple[str, str], ...]:
+    """(package, release) of every wheel :func:`check_sources` reads (each row's ``since`` and
+    ``before``), sorted."""
+    needed = {(r.package, r.since) for r in rows()} | {(r.package, r.before) for r in rows()}
+    return tuple(sorted(needed, key=lambda p: (p[0], Version(p[1]))))
+
+
 def _wheel_file(root: Path, package: str, release: str, path: str) -> Path:
     return root / f"{package}-{release}" / path
 

@@ -3,7 +3,7 @@
 TRL alone trains no KL here (beta defaults to 0.0); unsloth sets beta to 0.001 for bnpo.
 """
 
-from unsloth import FastLanguageModel
+from unsloth import FastLanguageModel  # noqa: I001  (unsloth first, as it asks)
 
 from trl import GRPOConfig, GRPOTrainer
 
