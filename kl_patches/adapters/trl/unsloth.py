@@ -91,7 +91,7 @@ INIT_PREFIX = ("self", "model", "reward_funcs", "args")
 
 GLOBAL_TOKEN_COUNT = ("dapo", "cispo", "vespo")
 """Loss types whose token mean unsloth divides by the window's token count
-(unsloth_zoo/rl_replacements.py:1232-1241 in 2026.10.9)."""
+(unsloth_zoo/rl_replacements.py:1233-1242 in 2026.10.9)."""
 
 TOL = 1e-6
 """Absolute tolerance of the canary (float32 on a handful of numbers)."""

@@ -77,7 +77,7 @@ AGGREGATION: dict[str, str] = {
     "luspo": "sum",
 }
 """How unsloth_zoo 2026.10.9's ``grpo_compute_loss`` reduces its per-token loss (and so the k3
-term), per ``loss_type`` (unsloth_zoo/rl_replacements.py:1221-1246): TRL's reductions; bnpo
+term), per ``loss_type`` (unsloth_zoo/rl_replacements.py:1223-1247): TRL's reductions; bnpo
 divides by the micro-batch's own token count, dapo/cispo/vespo by the window's
 (``num_items_in_batch``), dr_grpo by ``B * max_completion_length`` (a per-sequence sum at
 ``beta / max_completion_length``)."""
