@@ -202,7 +202,9 @@ def unsloth(session: nox.Session) -> None:
     wheels (about 20, 60 MB, downloaded once into the session's tmp folder).
     """
     session.install(TORCH)
-    session.install("-e", ".[dev]", TORCH, "unsloth==2026.10.9", "unsloth_zoo==2026.10.9")
+    session.install(
+        "-e", ".[dev]", TORCH, "unsloth==2026.10.9", "unsloth_zoo==2026.10.9", "trl==1.15.0"
+    )
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torchvision")
     wheels = os.path.join(session.create_tmp(), "unsloth-wheels")
     session.run("python", "-c", UNSLOTH_UNPACK, wheels, env=ENV)

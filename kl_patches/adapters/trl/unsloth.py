@@ -2,19 +2,25 @@
 
 Unsloth replaces ``trl.GRPOTrainer`` by ``UnslothGRPOTrainer``, generated from TRL's source into
 a module of ``unsloth_compiled_cache`` (:mod:`.unsloth_facts`), so the TRL patch refuses it
-(:mod:`.foreign`). Its loss is ``grpo_compute_loss`` (unsloth_zoo's, copied into that module as
-source, with a compiled twin ``grpo_compute_loss_slow``): every GRPO step of the generated
-trainer goes through one of them, with ``beta`` as an argument. Those two module attributes are
-the hook points, patched here through a
-:class:`~kl_patches.adapters.patching.PatchRegistry`:
+(:mod:`.foreign`). Its ``compute_loss`` ends in one of two calls of the generated module, both
+with ``beta`` as an argument: ``UnslothEfficientGRPO.apply`` (an autograd function that runs
+unsloth_zoo's ``grpo_compute_loss`` in a ``torch.compile``-d region and returns the loss with the
+gradient of the log-probs saved) or ``grpo_compute_loss_slow`` (a compiled copy of the same
+function). Those two module attributes are the hook points, replaced through a
+:class:`~kl_patches.adapters.patching.PatchRegistry`, and the KL config's term is computed
+eagerly, outside unsloth's compiled code (the kernel's autograd functions are not traceable by
+Dynamo inside ``torch.func.grad``):
 
-* the replacement calls unsloth's function with ``beta=0`` (its k3 term switched off; a canary
-  checks at :func:`apply` that this removes exactly ``beta * k3``) and adds
+* the replacement calls unsloth's with ``beta=0`` (its k3 term switched off; a canary checks at
+  :func:`apply` that this removes exactly ``beta * k3``) and adds
   :func:`kl_patches.core.loss_term` of the active config on the same log-probs, scaled like
-  unsloth scales its own loss in that call (divided by the gradient-accumulation steps, or, for a
-  token mean under ``loss_type`` dapo/cispo/vespo, by the window's token count, as unsloth
-  does); the ``kl`` metric unsloth logs becomes the config's estimator
-  (:func:`kl_patches.core.per_token_kl`, averaged over completions);
+  unsloth scales its own loss in that call (divided by the gradient-accumulation steps, or, for
+  a token mean under ``loss_type`` dapo/cispo/vespo, by the window's token count, as unsloth
+  does) and, on the ``UnslothEfficientGRPO`` path, with that function's gradient convention
+  (the input gradient computed in the forward, times the mixed-precision scale; the upstream
+  gradient used only with ``upstream_scale``, as unsloth does); the ``kl`` metric unsloth logs
+  becomes the config's estimator (:func:`kl_patches.core.per_token_kl`, averaged over
+  completions);
 * ``UnslothGRPOTrainer.__init__`` is wrapped so a trainer built while applied gets
   ``beta = KLConfig.coef`` (non-zero exactly when the config needs reference log-probs, so
   unsloth builds the reference model), with a warning when the config's own ``beta`` differed.
@@ -28,16 +34,16 @@ Deviations from unsloth: its clamps (log-ratio to [-20, 20], k3 to [-10, 10]) ar
 ``log_ratio_clamp``/``kl_clamp`` (unset: none); since unsloth_zoo 2026.10.9 its [-10, 10] clamp
 applies after the pi/pi_old weight, the kernel's before it, so the two differ only where a
 weighted term passes 10. Batches weighted by ``UNSLOTH_GRPO_ZERO_VARIANCE_EXCLUDE`` /
-``UNSLOTH_GRPO_LOSS_AGGREGATION`` (``sample_weight``) or filtered by ``UNSLOTH_GRPO_ROLLOUT_RS``
-are refused (their normaliser and token filter are not the kernel's). The patch is module-wide:
-:func:`revert` switches every trainer back to unsloth's k3 (a warning names those built under
-the patch, which keep ``beta = coef``).
+``UNSLOTH_GRPO_LOSS_AGGREGATION`` (``sample_weight``), filtered by ``UNSLOTH_GRPO_ROLLOUT_RS``
+or split into several chunks are refused (their normaliser and token filter are not the
+kernel's). The patch is module-wide: :func:`revert` switches every trainer back to unsloth's k3
+(a warning names those built under the patch, which keep ``beta = coef``).
 
 Call :func:`apply` after ``import unsloth`` (which generates the trainer) in the training script;
 every accelerate rank runs the script, so every rank applies it. Tested with unsloth_zoo and
-unsloth 2026.10.9 on TRL 1.15.0 (:data:`SUPPORT`); on a CPU-only machine ``import unsloth``
-keeps TRL's own trainer (its CPU backend supports SFT only) and :func:`kl_patches.trl.apply`
-is the patch to use.
+unsloth 2026.10.9 on TRL 1.15.0 (:data:`SUPPORT`), with unsloth's ``torch.compile`` on and off;
+on a CPU-only machine ``import unsloth`` keeps TRL's own trainer (its CPU backend supports SFT
+only) and :func:`kl_patches.trl.apply` is the patch to use.
 """
 
 from __future__ import annotations
@@ -54,7 +60,14 @@ from typing import Any
 
 import torch
 
-from kl_patches.adapters.patching import PatchRegistry, Target, is_replacement
+from kl_patches.adapters.patching import (
+    PatchRegistry,
+    SignatureMismatchError,
+    Target,
+    is_replacement,
+    shape_of_text,
+    signature_shape,
+)
 from kl_patches.adapters.support import Canary, VersionSupport
 from kl_patches.config import KLConfig
 from kl_patches.core import loss_term, per_token_kl
@@ -72,18 +85,29 @@ TRL_TESTED = ("1.15.0",)
 REGISTRY = PatchRegistry("unsloth", f"supported: {SUPPORT.describe()}")
 """The originals and replacements of the generated module's loss functions and constructor."""
 
-LOSS_FUNCTIONS = ("grpo_compute_loss", "grpo_compute_loss_slow")
-"""The generated module's functions that compute GRPO's per-micro-batch loss."""
+LOSS_FUNCTIONS = ("UnslothEfficientGRPO", "grpo_compute_loss_slow")
+"""The generated module's attributes that every GRPO loss of the generated trainer goes
+through (``UnslothEfficientGRPO`` is called only through its ``apply``)."""
+
+NATIVE_LOSS = "grpo_compute_loss"
+"""unsloth_zoo's loss function (copied into the generated module), which the canary probes."""
 
 TRAINER = "UnslothGRPOTrainer"
 """The generated trainer class (its ``__init__`` gets ``beta`` from the config)."""
 
-SIGNATURES: tuple[str, ...] = (
-    "grpo_compute_loss(ref, new, old, sampling_per_token_logps, input_ids, mask, beta, "
-    "advantages, **kwargs)",
-)
-"""The call shape of both loss functions in the tested releases (unsloth_zoo 2026.8.13 to
-2026.10.9 all have it)."""
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "grpo_compute_loss_slow": (
+        "grpo_compute_loss_slow(ref, new, old, sampling_per_token_logps, input_ids, mask, beta, "
+        "advantages, **kwargs)",
+    ),
+    "UnslothEfficientGRPO.forward": (
+        "forward(ctx, _new_logps, _old_logps, _ref_logps, _sampling_per_token_logps, lm_head, "
+        "_input_ids, _mask, _advantages, beta, scaler=None, n_chunks=1, extra_kwargs=None, "
+        "upstream_scale=None)",
+    ),
+}
+"""The call shapes of the hooked functions in the tested release (``grpo_compute_loss`` has the
+slow copy's shape in unsloth_zoo 2026.8.13 to 2026.10.9)."""
 
 INIT_PREFIX = ("self", "model", "reward_funcs", "args")
 """The first parameters of the generated trainer's own ``__init__`` (``args`` is third after
@@ -121,7 +145,10 @@ def generated_module() -> ModuleType:
             "trainer (on a machine without a GPU unsloth keeps TRL's own trainer: use "
             "kl_patches.trl.apply there)"
         )
-    missing = [n for n in (*LOSS_FUNCTIONS, TRAINER) if not callable(getattr(module, n, None))]
+    names = ("grpo_compute_loss_slow", NATIVE_LOSS, TRAINER)
+    missing = [n for n in names if not callable(getattr(module, n, None))]
+    if not callable(getattr(getattr(module, "UnslothEfficientGRPO", None), "apply", None)):
+        missing.append("UnslothEfficientGRPO")
     if missing:
         raise RuntimeError(
             f"kl_patches.unsloth: the generated module {name} has no {missing}, which the patch "
@@ -205,9 +232,33 @@ def _refuse_options(kwargs: dict[str, Any]) -> None:
         )
 
 
-def _loss_wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def _config_for_call(kwargs: dict[str, Any], ref: Any, n_chunks: int = 1) -> KLConfig | None:
+    """The active config when it has a loss side, after refusing what it cannot follow; None
+    when the call should only drop unsloth's KL (placement none)."""
+    config = _ACTIVE[-1]
+    if not config.has_loss:
+        return None
+    _refuse_options(kwargs)
+    if n_chunks != 1:
+        raise RuntimeError(
+            f"kl_patches.unsloth: UnslothEfficientGRPO was called with n_chunks={n_chunks}; the "
+            "KL term is computed on the whole micro-batch (unsloth_zoo 2026.10.9 always passes 1)"
+        )
+    if ref is None:
+        raise RuntimeError(
+            "kl_patches.unsloth: unsloth computed no reference log-probs (the trainer's beta "
+            "is 0), but the KL config needs them; build the trainer after "
+            "kl_patches.adapters.trl.unsloth.apply(), which sets beta"
+        )
+    return config
+
+
+def _slow_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``grpo_compute_loss_slow`` (compiled by unsloth) at ``beta=0`` plus the config's term,
+    added outside the compiled function."""
+
     @functools.wraps(original)
-    def grpo_compute_loss(
+    def grpo_compute_loss_slow(
         ref: Any,
         new: torch.Tensor,
         old: Any,
@@ -218,29 +269,84 @@ def _loss_wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]
         advantages: Any,
         **kwargs: Any,
     ) -> Any:
-        config = _ACTIVE[-1] if _ACTIVE else None
-        if config is None:  # the module kept a reference past revert()
-            return original(
-                ref, new, old, sampling_per_token_logps, input_ids, mask, beta, advantages,
-                **kwargs,
-            )  # fmt: skip
-        _CALLS[name] += 1
-        out = original(
-            ref, new, old, sampling_per_token_logps, input_ids, mask, 0.0, advantages, **kwargs
-        )
-        if not config.has_loss:
+        args = (ref, new, old, sampling_per_token_logps, input_ids, mask)
+        if not _ACTIVE:  # the module kept a reference past revert()
+            return original(*args, beta, advantages, **kwargs)
+        _CALLS["grpo_compute_loss_slow"] += 1
+        out = original(*args, 0.0, advantages, **kwargs)
+        config = _config_for_call(kwargs, ref)
+        if config is None:
             return out
-        _refuse_options(kwargs)
-        if ref is None:
-            raise RuntimeError(
-                "kl_patches.unsloth: unsloth computed no reference log-probs (the trainer's beta "
-                "is 0), but the KL config needs them; build the trainer after "
-                "kl_patches.adapters.trl.unsloth.apply(), which sets beta"
-            )
         term, metric = kl_loss(config, new, ref, old, mask, kwargs)
         return (out[0] + term, out[1], metric.to(out[2].dtype), *out[3:])
 
-    return grpo_compute_loss
+    return grpo_compute_loss_slow
+
+
+class _KLTerm(torch.autograd.Function):
+    """A precomputed KL term with ``UnslothEfficientGRPO``'s gradient convention: the input
+    gradient saved in the forward, times the upstream gradient and ``upstream_scale`` only when
+    ``upstream_scale`` is given (unsloth_zoo/rl_replacements.py:1427-1431 in 2026.10.9)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, new: torch.Tensor, value: torch.Tensor, grad: torch.Tensor, upstream: Any
+    ) -> torch.Tensor:
+        ctx.save_for_backward(grad)
+        ctx.upstream_scale = upstream
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[Any, ...]:
+        (grad,) = ctx.saved_tensors
+        if ctx.upstream_scale is not None:
+            grad = grad * (grad_output * ctx.upstream_scale)
+        return grad, None, None, None
+
+
+class _Efficient:
+    """Stands in for the generated module's ``UnslothEfficientGRPO`` (called only as
+    ``UnslothEfficientGRPO.apply(...)``): unsloth's at ``beta=0`` plus the config's term."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+        """unsloth's autograd function."""
+        self.__name__ = self.__qualname__ = getattr(original, "__name__", "UnslothEfficientGRPO")
+
+    def apply(
+        self,
+        new: torch.Tensor,
+        old: Any,
+        ref: Any,
+        sampling_per_token_logps: Any,
+        lm_head: Any,
+        input_ids: Any,
+        mask: torch.Tensor,
+        advantages: Any,
+        beta: float,
+        scaler: Any = None,
+        n_chunks: int = 1,
+        extra_kwargs: Any = None,
+        upstream_scale: Any = None,
+    ) -> Any:
+        """``UnslothEfficientGRPO.apply`` with the active config's KL term instead of k3."""
+        head = (new, old, ref, sampling_per_token_logps, lm_head, input_ids, mask, advantages)
+        tail = (scaler, n_chunks, extra_kwargs, upstream_scale)
+        if not _ACTIVE:  # the module kept a reference past revert()
+            return self.original.apply(*head, beta, *tail)
+        _CALLS["UnslothEfficientGRPO"] += 1
+        out = self.original.apply(*head, 0.0, *tail)
+        kwargs = dict(extra_kwargs or {})
+        config = _config_for_call(kwargs, ref, n_chunks)
+        if config is None:
+            return out
+        scaling = scaler.get_scale() if scaler is not None else 1.0
+        with torch.enable_grad():
+            leaf = new.detach().requires_grad_()
+            term, metric = kl_loss(config, leaf, ref, old, mask, kwargs)
+            (grad,) = torch.autograd.grad(term * scaling, leaf)
+        added = _KLTerm.apply(new, term.detach().to(out[0].dtype), grad, upstream_scale)
+        return (out[0] + added, out[1], metric.to(out[2].dtype), *out[3:])
 
 
 def _config_with_beta(module: ModuleType, args: Any, config: KLConfig) -> Any:
@@ -334,10 +440,10 @@ def probe_native(function: Callable[..., Any], zoo: str | None = None) -> str | 
 
 def canaries(module: ModuleType, zoo: str | None = None) -> tuple[Canary, ...]:
     """The behaviour canary of the generated module's (unpatched) ``grpo_compute_loss``."""
-    function = _unpatched(module.grpo_compute_loss)
+    function = _unpatched(getattr(module, NATIVE_LOSS))
     return (
         Canary(
-            f"{module.__name__}.grpo_compute_loss",
+            f"{module.__name__}.{NATIVE_LOSS}",
             "beta * k3 in the loss as data/unsloth/history.json records for this unsloth_zoo, "
             "and nothing else that depends on beta",
             lambda: probe_native(function, zoo),
@@ -360,11 +466,31 @@ def _check_init(module: ModuleType, force: bool) -> None:
         warnings.warn(message, stacklevel=3)
 
 
+def _check_efficient(module: ModuleType, force: bool) -> None:
+    """Refuse (SignatureMismatchError; a warning when ``force``) an ``UnslothEfficientGRPO``
+    whose ``forward`` has a call shape the tested release does not have."""
+    efficient = module.UnslothEfficientGRPO
+    if isinstance(efficient, _Efficient):
+        efficient = efficient.original
+    found = signature_shape(efficient.forward)
+    expected = sorted({shape_of_text(t) for t in SIGNATURES["UnslothEfficientGRPO.forward"]})
+    if found in expected:
+        return
+    message = (
+        f"kl_patches.unsloth: {module.__name__}.UnslothEfficientGRPO.forward has the signature "
+        f"{found}, which no tested release has (tested: {' or '.join(expected)}); the "
+        "replacement could pass its arguments to the wrong parameters"
+    )
+    if not force:
+        raise SignatureMismatchError(message)
+    warnings.warn(message, stacklevel=3)
+
+
 def guard(force: bool = False) -> str:
     """Check the installed unsloth before patching; returns the unsloth_zoo version.
 
     The unsloth_zoo version is in :data:`SUPPORT`'s range or above it, ``trl.GRPOTrainer`` is
-    unsloth's generated class, both loss functions have the recorded call shape, the generated
+    unsloth's generated class, both hooked functions have the recorded call shape, the generated
     constructor takes ``(model, reward_funcs, args, ...)``, and the canary passes (above the
     range, passing gives one warning). ``force`` (or ``KL_PATCHES_FORCE=1``) turns each refusal
     into a warning.
@@ -373,8 +499,10 @@ def guard(force: bool = False) -> str:
     version = SUPPORT.gate(force=forced)
     module = generated_module()
     REGISTRY.check_signatures(
-        {Target(module.__name__, n): SIGNATURES for n in LOSS_FUNCTIONS}, force=forced
+        {Target(module.__name__, "grpo_compute_loss_slow"): SIGNATURES["grpo_compute_loss_slow"]},
+        force=forced,
     )
+    _check_efficient(module, forced)
     _check_init(module, forced)
     return SUPPORT.verify(version, force=forced, canaries=canaries(module, version))
 
@@ -414,10 +542,13 @@ def apply(config: KLConfig | str | dict[str, Any], *, force: bool = False) -> KL
     module = generated_module()
     _ACTIVE[:] = [resolved]
     for target in targets(module):
-        if target.owner is None:
-            factory = functools.partial(_loss_wrapper, target.attr)
-        else:
+        factory: Callable[[Any], Any]
+        if target.owner is not None:
             factory = functools.partial(_init_wrapper, module)
+        elif target.attr == "UnslothEfficientGRPO":
+            factory = _Efficient
+        else:
+            factory = _slow_wrapper
         REGISTRY.patch(target, factory)
     return resolved
 

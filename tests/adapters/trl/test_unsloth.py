@@ -141,6 +141,26 @@ def run(function: Callable[..., Any], data: dict[str, torch.Tensor], beta: float
     return out[0].detach(), grad, out
 
 
+def run_efficient(efficient: Any, data: dict[str, torch.Tensor], beta: float, **kw: Any) -> Any:
+    """(loss, d loss / d new, the returned tuple) of one ``UnslothEfficientGRPO.apply``."""
+    new = data["new"].clone().requires_grad_()
+    out = efficient.apply(
+        new, data["old"], data["ref"], None, None, data["ids"], data["mask"], data["advantages"],
+        beta, None, 1, kw, None,
+    )  # fmt: skip
+    (grad,) = torch.autograd.grad(out[0], new)
+    return out[0].detach(), grad, out
+
+
+def hooked(module: ModuleType, path: str) -> Any:
+    """The generated module's callable for a hook point: unsloth's, or the patch's when on."""
+    return module.UnslothEfficientGRPO if path == "efficient" else module.grpo_compute_loss_slow
+
+
+def call(path: str, function: Any, data: dict[str, torch.Tensor], beta: float, **kw: Any) -> Any:
+    return (run_efficient if path == "efficient" else run)(function, data, beta, **kw)
+
+
 def kernel_term(
     data: dict[str, torch.Tensor], config: KLConfig, kw: dict[str, Any]
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -249,6 +269,65 @@ def test_on_a_cpu_import_unsloth_keeps_trls_trainer_for_the_trl_patch(tmp_path: 
     assert "APPLIED 12" in done.stdout, done.stdout[-2000:]
 
 
+COMPILED = """
+import json, sys, torch
+import unsloth, unsloth.models
+from kl_patches.adapters.trl import unsloth as patch, unsloth_facts
+from kl_patches.config import KLConfig
+from kl_patches.core import loss_term
+module = patch.generated_module()
+torch.manual_seed(0)
+new = torch.randn(4, 6) * 0.3 - 1.5
+ref = new + torch.randn(4, 6) * 0.3
+mask = torch.ones(4, 6)
+mask[0, 4:] = 0
+adv, ids = torch.randn(4), torch.zeros(4, 6, dtype=torch.long)
+kw = {"loss_type": "bnpo", "max_completion_length": 6, "use_bias_correction_kl": True,
+      "current_gradient_accumulation_steps": 1, "num_processes": 1, "use_vllm": False}
+def step(beta):
+    x = new.clone().requires_grad_()
+    out = module.UnslothEfficientGRPO.apply(x, None, ref, None, None, ids, mask, adv, beta,
+                                            None, 1, dict(kw), None)
+    out[0].backward()
+    return out[0].item(), x.grad
+native, g_native = step(0.04)
+bare, g_bare = step(0.0)
+patch.apply(unsloth_facts.native_config(0.04, "bnpo", use_bias_correction_kl=True))
+same, g_same = step(0.04)
+config = KLConfig.parse("k2-in-loss", granularity="sequence", coef=0.04)
+patch.apply(config)
+k2, g_k2 = step(0.04)
+x = new.clone().requires_grad_()
+term = loss_term(x, ref, mask, config)
+term.backward()
+print(json.dumps({
+    "native": abs(native - same), "g_native": (g_native - g_same).abs().max().item(),
+    "k2": abs(k2 - bare - term.item()), "g_k2": (g_k2 - g_bare - x.grad).abs().max().item(),
+    "calls": patch.hook_calls(),
+    "graphs": torch._dynamo.utils.counters["stats"]["unique_graphs"],
+}))
+"""
+
+
+def test_the_patch_under_unsloths_torch_compile(tmp_path: Path) -> None:
+    """With unsloth's own ``torch.compile`` on (its default; the other tests run eagerly), the
+    KL term stays outside the compiled region and both the native reproduction and k2 hold."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "UNSLOTH_COMPILE_DISABLE"}
+    env.update(UNSLOTH_COMPILE_LOCATION=str(tmp_path), HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILED], capture_output=True, text=True, env=env, cwd=tmp_path,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["graphs"] > 0 and got["calls"] == {"UnslothEfficientGRPO": 2}
+    assert max(got["native"], got["g_native"], got["k2"], got["g_k2"]) <= TOL, got
+
+
 def test_version_gate(patch: Any) -> None:
     with pytest.raises(UnsupportedVersionError, match=r"unsloth_zoo>=2026\.10\.9"):
         patch.SUPPORT.gate("2026.9.2")
@@ -284,17 +363,17 @@ def test_apply_revert_restores_every_slot(patch: Any, generated: ModuleType) -> 
     config = patch.apply("k2-in-loss")
     assert patch.active_config() == config and patch.is_applied()
     assert patch.applied() == [
-        "UnslothGRPOTrainer.grpo_compute_loss",
+        "UnslothGRPOTrainer.UnslothEfficientGRPO",
         "UnslothGRPOTrainer.grpo_compute_loss_slow",
         "UnslothGRPOTrainer.UnslothGRPOTrainer.__init__",
     ]
     replaced = {n: getattr(generated, n) for n in patch.LOSS_FUNCTIONS}
     assert all(replaced[n] is not before[n] for n in before)
     patch.apply("k3-in-loss")  # again: same replacements, new config
-    assert {n: getattr(generated, n) for n in before} == replaced
+    assert all(getattr(generated, n) is replaced[n] for n in before)
     assert patch.active_config().estimator == "k3"
     patch.revert()
-    assert {n: getattr(generated, n) for n in before} == before
+    assert all(getattr(generated, n) is before[n] for n in before)
     assert vars(cls)["__init__"] is init and patch.applied() == [] and not patch.is_applied()
 
 
@@ -314,60 +393,86 @@ def test_trl_patch_refuses_unsloth_and_names_this_one() -> None:
     assert applied() == []
 
 
-@pytest.mark.parametrize("name", ["grpo_compute_loss", "grpo_compute_loss_slow"])
+@pytest.mark.parametrize("path", ["efficient", "slow"])
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
 def test_patched_loss_reproduces_unsloths_k3(
-    patch: Any, generated: ModuleType, name: str, loss_type: str
+    patch: Any, generated: ModuleType, path: str, loss_type: str
 ) -> None:
-    """Applied with the KLConfig unsloth itself runs, the patched function is unsloth's own
-    (value and gradient to 1e-6)."""
-    original = getattr(generated, name)
+    """Applied with the KLConfig unsloth itself runs, each hook point computes unsloth's own
+    loss (value and gradient to 1e-6)."""
+    original = hooked(generated, path)
     data, kw, beta = batch(), kwargs_for(loss_type, True), 0.04
     config = unsloth_facts.native_config(
         beta, loss_type, max_completion_length=6, use_bias_correction_kl=True
     )
-    native, g_native, _ = run(original, data, beta, **kw)
+    native, g_native, _ = call(path, original, data, beta, **kw)
     patch.apply(config)
-    patched, g_patched, _ = run(getattr(generated, name), data, beta, **kw)
+    patched, g_patched, _ = call(path, hooked(generated, path), data, beta, **kw)
     assert close(patched, native) and close(g_patched, g_native), (patched, native)
-    assert patch.hook_calls() == {name: 1}
+    assert sum(patch.hook_calls().values()) == 1
 
 
-def test_patched_loss_runs_the_configs_loss_side(patch: Any, generated: ModuleType) -> None:
+@pytest.mark.parametrize("path", ["efficient", "slow"])
+def test_patched_loss_runs_the_configs_loss_side(
+    patch: Any, generated: ModuleType, path: str
+) -> None:
     """k2 on the sequence log-ratio, summed: unsloth's beta=0 loss plus the kernel's term, and
     the kl metric is the config's estimator; unsloth's beta only switches the reference on."""
-    original = generated.grpo_compute_loss
+    original = hooked(generated, path)
     data, kw = batch(), kwargs_for("dapo", False)
     config = KLConfig.parse("k2-in-loss", granularity="sequence", coef=0.05)
-    bare, g_bare, _ = run(original, data, 0.0, **kw)
+    bare, g_bare, _ = call(path, original, data, 0.0, **kw)
     term, g_term = kernel_term(data, config, kw)
     patch.apply(config)
-    got, g_got, out = run(generated.grpo_compute_loss, data, 0.7, **kw)
+    got, g_got, out = call(path, hooked(generated, path), data, 0.7, **kw)
     assert close(got, bare + term) and close(g_got, g_bare + g_term)
     rows = per_token_kl(data["new"], data["ref"], data["mask"], config)
     assert close(out[2], rows.sum() / 4)
+
+
+def test_the_efficient_path_keeps_unsloths_gradient_convention(
+    patch: Any, generated: ModuleType
+) -> None:
+    """UnslothEfficientGRPO ignores the upstream gradient unless given upstream_scale (it
+    scales its loss itself); the added KL term does the same."""
+    data, kw = batch(), kwargs_for("bnpo", False)
+    patch.apply(KLConfig.parse("k2-in-loss", coef=0.05))
+    grads = []
+    for upstream in (None, 3.0):
+        new = data["new"].clone().requires_grad_()
+        out = generated.UnslothEfficientGRPO.apply(
+            new, data["old"], data["ref"], None, None, data["ids"], data["mask"],
+            data["advantages"], 0.05, None, 1, kw, upstream,
+        )  # fmt: skip
+        (out[0] * 2.0).backward()
+        grads.append(new.grad)
+    assert close(grads[1], grads[0] * 6.0)
 
 
 def test_patched_loss_with_placement_none_drops_unsloths_kl(
     patch: Any, generated: ModuleType
 ) -> None:
     data, kw = batch(), kwargs_for("bnpo", True)
-    bare, g_bare, _ = run(generated.grpo_compute_loss, data, 0.0, **kw)
+    bare, g_bare, _ = run_efficient(generated.UnslothEfficientGRPO, data, 0.0, **kw)
     patch.apply(KLConfig(placement="none", coef=0.0))
-    got, g_got, out = run(generated.grpo_compute_loss, data, 0.04, **kw)
+    got, g_got, out = run_efficient(generated.UnslothEfficientGRPO, data, 0.04, **kw)
     assert torch.equal(got, bare) and torch.equal(g_got, g_bare) and float(out[2]) == 0.0
 
 
-def test_patched_loss_refuses_what_it_cannot_follow(patch: Any, generated: ModuleType) -> None:
+@pytest.mark.parametrize("path", ["efficient", "slow"])
+def test_patched_loss_refuses_what_it_cannot_follow(
+    patch: Any, generated: ModuleType, path: str
+) -> None:
     data, kw = batch(), kwargs_for("bnpo", False)
     patch.apply("k2-in-loss")
+    function = hooked(generated, path)
     with pytest.raises(RuntimeError, match="UNSLOTH_GRPO_ZERO_VARIANCE_EXCLUDE"):
-        run(generated.grpo_compute_loss, data, 0.05, **kw, sample_weight=torch.ones(4))
+        call(path, function, data, 0.05, **kw, sample_weight=torch.ones(4))
     with pytest.raises(RuntimeError, match="UNSLOTH_GRPO_ROLLOUT_RS"):
-        run(generated.grpo_compute_loss, data, 0.05, **kw, rollout_rs=[("token_k3", None, 2.0)])
+        call(path, function, data, 0.05, **kw, rollout_rs=[("token_k3", None, 2.0)])
     data["ref"] = None  # type: ignore[assignment]  # a trainer built with beta=0
     with pytest.raises(RuntimeError, match="no reference log-probs"):
-        run(generated.grpo_compute_loss, data, 0.0, **kw)
+        call(path, function, data, 0.0, **kw)
 
 
 # --------------------------------------------------------------------------- training steps
@@ -409,7 +514,7 @@ def test_a_training_step_with_unsloths_own_config_is_unsloths(
     patch.apply(config)
     patched, t_patched = train_one_step(model_dir, tmp_path / "b", beta=0.04, loss_type="bnpo")
     assert type(t_patched).__module__ == generated.__name__
-    assert patch.hook_calls()["__init__"] == 1 and patch.hook_calls()["grpo_compute_loss"] >= 1
+    assert patch.hook_calls()["__init__"] == 1 and patch.hook_calls()["UnslothEfficientGRPO"] >= 1
     for key in native:
         assert abs(native[key] - patched[key]) <= TOL, (key, native, patched)
     for (name, p), q in zip(
@@ -424,6 +529,6 @@ def test_a_training_step_with_k2_in_the_loss(patch: Any, model_dir: Path, tmp_pa
     # beta=0 would build no reference model: the patched constructor sets it from the config
     patched, trainer = train_one_step(model_dir, tmp_path / "b", beta=0.0, loss_type="bnpo")
     assert trainer.beta == 0.04 and trainer.ref_model is not None
-    assert patch.hook_calls()["grpo_compute_loss"] >= 1
+    assert patch.hook_calls()["UnslothEfficientGRPO"] >= 1
     assert abs(native["loss"] - patched["loss"]) > 1e-5  # another KL term
     assert patched["kl"] > 0.0
