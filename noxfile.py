@@ -202,6 +202,46 @@ def _run_plan(session: nox.Session, library: str, name: str) -> None:
                     *select, *session.posargs, env=ENV)  # fmt: skip
 
 
+UNSLOTH_UNPACK = """
+import pathlib, subprocess, sys, zipfile
+from kl_patches.adapters.trl.unsloth_facts import wheels
+root = pathlib.Path(sys.argv[1])
+for package, release in wheels():
+    target = root / f"{package}-{release}"
+    if target.is_dir():
+        continue
+    cache = root / "_wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                    f"{package}=={release}", "-d", str(cache)], check=True)
+    (wheel,) = cache.glob(f"{package}-{release}-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(target, [n for n in archive.namelist() if n.endswith(".py")])
+"""
+
+
+@nox.session
+def unsloth(session: nox.Session) -> None:
+    """The unsloth patch and unsloth's facts against real unsloth 2026.10.9 on CPU: not in the
+    default sessions (a 3 GB venv; about 2 min of tests after the install).
+
+    unsloth's own requirements resolve to a CUDA torch unless torch 2.13.0 is pinned in the same
+    install; the torchvision wheel that comes with it is a CUDA build whose operators do not
+    load on a CPU torch, which ``import unsloth`` refuses, so it is removed (transformers runs
+    without it). The facts of ``data/unsloth/history.json`` are re-read from the released
+    wheels (about 20, 60 MB, downloaded once into the session's tmp folder).
+    """
+    session.install(TORCH)
+    session.install(
+        "-e", ".[dev]", TORCH, "unsloth==2026.10.9", "unsloth_zoo==2026.10.9", "trl==1.15.0"
+    )
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", "torchvision")
+    wheels = os.path.join(session.create_tmp(), "unsloth-wheels")
+    session.run("python", "-c", UNSLOTH_UNPACK, wheels, env=ENV)
+    session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/trl/test_unsloth.py",
+                "tests/adapters/trl/test_unsloth_facts.py", *session.posargs,
+                env={**ENV, "KL_PATCHES_UNSLOTH_WHEELS": wheels})  # fmt: skip
+
+
 RECORDER_DEPS = ("packaging", "pyyaml", "rich", "hydra-core==1.3.8", "omegaconf", "pytest>=8")
 """What ``python -m kl_patches.dev`` needs besides torch (hydra composes verl's configs)."""
 

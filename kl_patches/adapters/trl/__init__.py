@@ -6,6 +6,9 @@ Three ways in, all running the same hooks (:mod:`.hooks`):
 * ``kl_patches.trl.apply("k1-in-reward")`` / ``revert()`` -- patch TRL's own classes in place;
 * ``KLArguments`` -- the same switch as ``kl_*`` keys of a TRL YAML config for ``TrlParser``.
 
+Unsloth's generated trainer replaces TRL's loss; :mod:`.unsloth` (``apply``/``revert``) patches
+its own loss instead, loss side only, and :mod:`.unsloth_facts` is how the reader sees it.
+
 The reader (:func:`from_trl_config`, :func:`read`) tells what TRL runs natively and works
 without TRL installed. Importing this package does not import TRL; the trainer classes and
 ``apply`` import it (and check its version) on first use.

@@ -111,9 +111,10 @@ PYTHON = PythonApi(
         "training_step",
     ),
     patchers={
-        "unsloth": "unsloth replaces GRPOTrainer's loss with its own implementation (k3 in the "
-        "loss, gated by beta): the reading follows the config's meaning in TRL, and kl-patches' "
-        "TRL patch does not reach unsloth's loss",
+        "unsloth": "unsloth replaces GRPOTrainer with a generated copy whose loss is its own "
+        "(unsloth_zoo's grpo_compute_loss: k3 in the loss at beta): the reading uses unsloth's "
+        "defaults and loss code, kl-patches' TRL patch refuses it, and "
+        "kl_patches.adapters.trl.unsloth.apply replaces only its loss-side term",
     },
     kl_patches_modules=("kl_patches.trl", "kl_patches.adapters.trl"),
     kl_argument="kl",

@@ -7,7 +7,7 @@ code make that a silent no-op, and each is refused with what replaces the loss a
   TRL's trainer source into ``unsloth_compiled_cache.UnslothGRPOTrainer`` and rebinds
   ``trl.GRPOTrainer``, ``trl.trainer.GRPOTrainer`` and ``trl.trainer.grpo_trainer.GRPOTrainer``
   to it; its ``compute_loss`` is unsloth's own (``grpo_accumulated_loss``, k3 in the loss at
-  ``beta``), not TRL's ``_compute_loss``.
+  ``beta``), not TRL's ``_compute_loss``. :mod:`.unsloth` patches that loss instead.
 * **ms-swift** (``swift.rlhf_trainers.grpo_trainer``) deletes ``trl.GRPOTrainer.__init__`` and
   ``.log`` when imported, and its ``GRPOTrainer`` subclasses TRL's with its own scoring and loss
   (``--beta`` in the loss, ``--kl_in_reward`` in the reward, which also serves its RLOO).
@@ -49,9 +49,10 @@ KNOWN: tuple[tuple[str, str, str], ...] = (
         "unsloth",
         "unsloth's patched trainer (a modified copy of TRL's code)",
         "unsloth computes the GRPO loss in its own compute_loss (grpo_accumulated_loss: k3 in "
-        "the loss at beta), so the kl-patches hooks would not run. Build the trainer without "
-        "unsloth's RL patching (do not import unsloth in this process), or keep unsloth and its "
-        "own beta: `kl-patches audit` reads what that runs",
+        "the loss at beta), so the kl-patches hooks would not run. Keep unsloth and replace its "
+        "loss-side KL with kl_patches.adapters.trl.unsloth.apply (loss placement only), or "
+        "build the trainer without unsloth's RL patching (do not import unsloth in this "
+        "process); `kl-patches audit` reads what unsloth runs",
     ),
     (
         "swift",

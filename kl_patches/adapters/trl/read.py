@@ -21,6 +21,7 @@ from kl_patches.adapters.files import load_mapping, safe_yaml, yaml_module
 from kl_patches.adapters.flags import long_options
 from kl_patches.config import KLConfig
 
+from . import unsloth_facts
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
@@ -267,7 +268,8 @@ def read(
     defaults (``beta`` 0.04 before 0.19.0), its ``loss_type`` aggregations, its fused Liger
     loss, RLOO's PPO-style trainer before 0.22.0; a key of a dict that TRL's dataclasses had
     in other releases but not in this one is refused (an error finding; the reading leaves it
-    out).
+    out). A GRPO launch under ``unsloth`` is read with unsloth's defaults and its own k3 code
+    (:mod:`.unsloth_facts`).
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
@@ -302,10 +304,19 @@ def read(
     s = settings_at(source, kind, sem)
     patched_kl = patched_config(source)
     patched = patched_kl is not None
+    # unsloth replaces GRPOTrainer: its defaults and its own k3 code (unsloth_facts)
+    unsloth = kind == "GRPO" and "unsloth" in patchers and not patched
+    trl_settings = s
+    if unsloth:
+        s = unsloth_facts.resolve_settings(s, _given(source), sem.version)
     fused = _fused_on(source, sem) if kind == "GRPO" else ""
     config = patched_kl if patched_kl is not None else native_at(kind, s, sem, fused)
+    if unsloth:
+        config = unsloth_facts.native(config)
     reasons = off_policy_reasons(s, source)
     extra = _context_findings(kind, patchers, subclass, overrides, unresolved, entry or "", assumed)
+    if unsloth:
+        extra += unsloth_facts.findings(trl_settings, s, _given(source), sem.version, config=config)
     if fused and not patched and config.placement != "none":
         extra.append(
             Finding(
@@ -331,14 +342,15 @@ def read(
         version=sem.version if version is not None else SUPPORT.installed() or sem.version,
         trainer=(subclass or f"{kind}Trainer")
         + (f" ({kind}Trainer)" if subclass else "")
-        + (" (kl-patches)" if patched else ""),
+        + (" (kl-patches)" if patched else "")
+        + (" (unsloth)" if unsloth else ""),
         config=config,
         off_policy=bool(reasons) or _off_policy(s),
         settings=s,
         findings=tuple(extra_findings)
         + tuple(_findings(kind, s, config, patched, sem, _given(source)))
         + tuple(extra),
-        fix=_fix(kind, s, config),
+        fix=unsloth_facts.fix(config, s) if unsloth else _fix(kind, s, config),
         off_policy_reason="; ".join(reasons),
     )
 
