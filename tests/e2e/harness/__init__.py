@@ -18,7 +18,7 @@ verl (:mod:`.verl_cpu`, loaded by verl itself in every process through
     * the ``hfcpu`` rollout (:mod:`.verl_rollout`) for vLLM/SGLang: a Ray actor sampling with
       transformers, its replica, and the actor-side adapter that pushes the weights each step;
     * logical resources for Ray (``num_cpus=16``, ``num_gpus=1``, never used as CUDA).
-OpenRLHF (``site/sitecustomize.py`` in every process, :mod:`.openrlhf_cpu`):
+OpenRLHF (``startup/sitecustomize.py`` in every process, :mod:`.openrlhf_cpu`):
     * a working ``vllm`` (``openrlhf_stubs/vllm``) for vLLM: engine args, an async engine that
       samples with transformers and returns vLLM-shaped outputs with log-probs, the weight-sync
       group (a TCPStore rendezvous and a gloo broadcast for NCCL), OpenRLHF's worker extension

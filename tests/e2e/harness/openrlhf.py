@@ -65,10 +65,10 @@ def flags(task: TinyTask, folder: Path, *, steps: int = 3) -> list[str]:
 
 
 def environment(record: Path | None = None) -> dict[str, str]:
-    """The stand-ins, the CPU shims (``site/sitecustomize.py``) and logical GPUs for Ray."""
+    """The stand-ins, the CPU shims (``startup/sitecustomize.py``) and logical GPUs for Ray."""
     env = dict(os.environ)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    extra = [str(HERE / "site"), *(str(s) for s in STUBS), str(REPO)]
+    extra = [str(HERE / "startup"), *(str(s) for s in STUBS), str(REPO)]
     env["PYTHONPATH"] = os.pathsep.join([*extra, *paths])
     env.update(
         HF_HUB_OFFLINE="1",

@@ -1,6 +1,6 @@
 """Test-only recording hook for OpenRLHF runs: what the running Ray actors actually used.
 
-Installed in every process by ``site/sitecustomize.py`` when ``KL_E2E_RECORD`` names a
+Installed in every process by ``startup/sitecustomize.py`` when ``KL_E2E_RECORD`` names a
 directory. Each record is a ``torch.save`` file ``<kind>-<pid>-<n>.pt``:
 
 * ``advantage`` (the PPOTrainer actor, around OpenRLHF's own

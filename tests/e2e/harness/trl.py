@@ -15,7 +15,7 @@ from typing import Any
 from .tiny import TinyTask, prompts
 
 REPO = Path(__file__).resolve().parents[3]
-SITE = Path(__file__).resolve().parent / "site"
+SITE = Path(__file__).resolve().parent / "startup"
 REWARD = "tests.e2e.harness.trl.reward"
 
 
@@ -70,7 +70,7 @@ def write_config(task: TinyTask, folder: Path, *, steps: int = 3, beta: float = 
 
 def environment(record: Path | None = None) -> dict[str, str]:
     """Offline, one thread per process, the harness importable and (with ``record``) the
-    recorder installed in every process through ``site/sitecustomize.py``."""
+    recorder installed in every process through ``startup/sitecustomize.py``."""
     env = dict(os.environ)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([str(SITE), str(REPO), *paths])

@@ -1,6 +1,6 @@
 """Test-only recording hook for TRL runs: what each rank's GRPO trainer actually used.
 
-Installed at interpreter start (``site/sitecustomize.py``) when ``KL_E2E_RECORD`` names a
+Installed at interpreter start (``startup/sitecustomize.py``) when ``KL_E2E_RECORD`` names a
 directory. Per training step one ``torch.save`` file ``loss-<rank>-<n>.pt`` holds:
 
 * the task rewards the run's reward function returned on this rank since the last step
