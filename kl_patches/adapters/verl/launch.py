@@ -446,7 +446,8 @@ def updates_of(overrides: list[str]) -> Updates:
                        "are unknown")
     return Updates(
         "on-policy",
-        f"{shown['ppo_mini_batch_size']} = {shown['data.train_batch_size']}, "
+        f"{shown['ppo_mini_batch_size']} {'=' if mini == batch else '>'} "
+        f"{shown['data.train_batch_size']}, "
         f"{shown['ppo_epochs']}: one update per batch",
     )
 
