@@ -415,7 +415,8 @@ def updates_of(overrides: list[str]) -> Updates:
         short = key.removeprefix(ACTOR)
         values[short] = integer(s[key])
         default = "" if key in given else " (verl's default)"
-        shown[short] = f"{short}={s[key]}{default}"
+        text = "null" if s[key] is None else s[key]
+        shown[short] = f"{short}={text}{default}"
     unset = [shown[k] for k, v in values.items() if v is None]
     mini, batch, epochs = (
         values["ppo_mini_batch_size"],
