@@ -127,7 +127,9 @@ def lines(report: LaunchReport) -> list[str]:
     if report.loss_config is not None:
         out.append(f"                loss side {report.loss_config}")
     updates = report.updates
-    out.append(f"  updates:      {updates.state}" + (f": {updates.reason}" if updates.reason else ""))
+    out.append(
+        f"  updates:      {updates.state}" + (f": {updates.reason}" if updates.reason else "")
+    )
     if config.placement == "none" and report.loss_config is None:
         out.append("  verdict:      no KL regularisation (placement none)")
     else:
@@ -142,9 +144,7 @@ def lines(report: LaunchReport) -> list[str]:
             if on.unbiased == off.unbiased and on.gradient == off.gradient:
                 out.append(f"  verdict:      {_state(on)}, on- or off-policy")
             else:
-                out.append(
-                    f"  verdict:      on-policy {_state(on)}; off-policy {_state(off)}"
-                )
+                out.append(f"  verdict:      on-policy {_state(on)}; off-policy {_state(off)}")
             if not off.unbiased:
                 out.append(f"  advice:       if off-policy: {_advice(report, off)}")
             if not on.unbiased:

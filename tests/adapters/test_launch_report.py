@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kl_patches.adapters.base import NativeReading
 from kl_patches.adapters.launch_report import (
     LaunchReport,
     Updates,
@@ -13,7 +14,6 @@ from kl_patches.adapters.launch_report import (
     lines,
 )
 from kl_patches.audit.verdicts import verdict_of
-from kl_patches.adapters.base import NativeReading
 from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 

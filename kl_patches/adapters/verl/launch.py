@@ -443,8 +443,9 @@ def updates_of(overrides: list[str]) -> Updates:
     if reasons:
         return Updates("off-policy", "; ".join(reasons), on_policy_how=how)
     if unset:
-        return Updates("unknown", f"{', '.join(unset)}: not a number, so the updates per batch "
-                       "are unknown")
+        return Updates(
+            "unknown", f"{', '.join(unset)}: not a number, so the updates per batch are unknown"
+        )
     return Updates(
         "on-policy",
         f"{shown['ppo_mini_batch_size']} {'=' if mini == batch else '>'} "

@@ -139,7 +139,9 @@ def test_the_report_says_whether_this_run_is_off_policy_and_why(
     argv = [*base, "--rollout.n_samples_per_prompt", "8", "--train.batch_size", "32"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "updates:      off-policy: 4 optimiser steps per rollout batch (rollout.batch_size" in err
+    assert (
+        "updates:      off-policy: 4 optimiser steps per rollout batch (rollout.batch_size" in err
+    )
     assert "for these off-policy updates" in err and "On-policy:" not in err
     assert "Or make the run on-policy (--train.batch_size 128 (rollout.batch_size x" in err
     assert main([*base, "--rollout.n_samples_per_prompt", "8"]) == 0
@@ -169,7 +171,9 @@ def test_check_runs_train_ppo_rays_own_checks(capsys: pytest.CaptureFixture[str]
         assert main([*argv, "--rollout.n_samples_per_prompt", "8"]) == 0
         err = capsys.readouterr().err
         assert err.startswith("kl_patches.openrlhf: KL regulariser for OpenRLHF\n")
-        assert err.strip().endswith("parser and the checks it runs after parsing accept the command")
+        assert err.strip().endswith(
+            "parser and the checks it runs after parsing accept the command"
+        )
         assert main([*argv, "--no_such_flag"]) == 2  # train_ppo_ray's argparse
         assert started == []  # nothing was started
     finally:

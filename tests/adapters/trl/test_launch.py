@@ -246,7 +246,10 @@ def test_report_says_off_policy_with_trls_settings_and_no_on_policy_verdict(
     err = capsys.readouterr().err
     training = launch.parse("grpo", argv[:-1]).training
     ga = training.gradient_accumulation_steps
-    assert f"updates:      off-policy: steps_per_generation=8 > gradient_accumulation_steps={ga}" in err
+    assert (
+        f"updates:      off-policy: steps_per_generation=8 > gradient_accumulation_steps={ga}"
+        in err
+    )
     assert "biased for the reverse KL (reverse_kl), for these off-policy updates" in err
     assert "On-policy:" not in err and "Or make the run on-policy (steps_per_generation=" in err
     coef = launch.parse("grpo", argv[:-1]).config.coef

@@ -126,8 +126,12 @@ def test_launcher_check_runs_main_ppos_validation(capsys: pytest.CaptureFixture[
     assert launch.main([*argv, "algorithm.adv_estimator=grpo", *MICRO_BATCHES]) == 0  # patched
     err = capsys.readouterr().err
     assert "[validate_config] All configuration checks passed successfully!" in err  # verl's own
-    assert err.strip().splitlines()[-1].endswith(
-        "passes main_ppo's validate_config (the checks verl runs before it starts workers)"
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "passes main_ppo's validate_config (the checks verl runs before it starts workers)"
+        )
     )
 
 
@@ -147,7 +151,9 @@ def test_the_report_says_whether_this_run_is_off_policy_and_why(
     err = capsys.readouterr().err
     assert "updates:      unknown: data.train_batch_size=null: not a number" in err
     assert "< 0" not in err and "< None" not in err
-    assert "verdict:      on-policy unbiased for the reverse KL (reverse_kl); off-policy biased" in err
+    assert (
+        "verdict:      on-policy unbiased for the reverse KL (reverse_kl); off-policy biased" in err
+    )
     recipe = recipe_overrides(RECIPES / "k1_in_reward_grpo.overrides")
     assert launch.main(["--kl", "k1-in-reward", "--print", "--", *recipe]) == 0
     err = capsys.readouterr().err
