@@ -101,7 +101,11 @@ def _verdict(report: LaunchReport, off_policy: bool) -> Verdict:
 
 
 def _state(v: Verdict) -> str:
-    return f"{'unbiased' if v.unbiased else 'biased'} for the reverse KL ({v.gradient})"
+    """``unbiased``/``biased`` with theory's gradient name; off-policy and biased without a
+    clip to name, the name of the on-policy gradient would mislead: the samples are said."""
+    named = v.on_policy or v.unbiased or v.gradient.endswith("_clipped")
+    why = v.gradient if named else "on samples of an older policy"
+    return f"{'unbiased' if v.unbiased else 'biased'} for the reverse KL ({why})"
 
 
 def _advice(report: LaunchReport, off: Verdict) -> str:

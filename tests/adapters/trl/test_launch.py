@@ -250,7 +250,7 @@ def test_report_says_off_policy_with_trls_settings_and_no_on_policy_verdict(
         f"updates:      off-policy: steps_per_generation=8 > gradient_accumulation_steps={ga}"
         in err
     )
-    assert "biased for the reverse KL (reverse_kl), for these off-policy updates" in err
+    assert "biased for the reverse KL (on samples of an older policy), for these off-policy" in err
     assert "On-policy:" not in err and "Or make the run on-policy (steps_per_generation=" in err
     coef = launch.parse("grpo", argv[:-1]).config.coef
     assert f"also changes: GRPOConfig.beta={coef:g} (was {training.beta:g}): TRL then loads" in err
