@@ -8,11 +8,13 @@ sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional on
 coefficient defaults to OpenRLHF's own ``--algo.kl.init_coef`` default, 0.01 (not KLConfig's
 0.05). ``--print`` prints the ``train_ppo_ray`` command with the native flags and
 ``--print-runtime-env`` the runtime_env JSON and the native flags, instead of running (neither
-needs a GPU nor OpenRLHF). The launcher prints the KL block
+needs a GPU nor OpenRLHF); ``--check`` runs ``train_ppo_ray``'s own parser and post-parse
+checks and stops before Ray (:func:`check`). The launcher prints the launch report
 (:mod:`kl_patches.adapters.launch_report`), adds the native flags (``to_args``), refuses
-conflicting ``--algo.kl.*`` flags, starts Ray with the setup hook
-``kl_patches.openrlhf.ray_setup_hook`` and the configuration in ``runtime_env``, patches the
-driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for ``ray job submit``).
+``--algo.kl.*`` flags that set another value than ``--kl`` does (the same value is fine),
+starts Ray with the setup hook ``kl_patches.openrlhf.ray_setup_hook`` and the configuration in
+``runtime_env``, patches the driver and runs OpenRLHF's own entry point (see docs/openrlhf.md
+for ``ray job submit``).
 Imports only the standard library and kl-patches' config at module level.
 """
 

@@ -14,8 +14,10 @@ to inherit.
 
 The launcher checks the KL flags before TRL is imported, parses the rest with ``TrlParser``
 (TRL's script arguments, plus :class:`.KLArguments` for the flat spellings), calls
-:func:`.apply`, prints the KL block (:mod:`kl_patches.adapters.launch_report`) and only then
-runs TRL's ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. ``--help`` prints the
+:func:`.apply`, prints the launch report (:mod:`kl_patches.adapters.launch_report`) and only
+then runs TRL's ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. ``--check``
+stops after TRL's parser (the config dataclasses' ``__post_init__``) and the KL checks
+(:func:`check`), with the report printed and nothing patched. ``--help`` prints the
 KL options and TRL's own. Under ``accelerate launch -m kl_patches.trl ...`` every rank runs this
 module, so every rank applies the patch; at exit each rank reports (on stderr, one write per
 line) how often each hook ran, fails if the loss or scoring hooks never ran, and ends with

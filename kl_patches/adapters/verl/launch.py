@@ -3,9 +3,12 @@
     kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- algorithm.adv_estimator=grpo ...
 
 Adds :func:`~kl_patches.adapters.verl.to_overrides` to the user's Hydra overrides (a key set
-both ways is an error, not a silent precedence rule), prints the KL block
-(:mod:`kl_patches.adapters.launch_report`) and the audit's findings for the combined
-configuration before verl starts, and runs ``python -m verl.trainer.main_ppo`` with them.
+both ways to the same value is kept once; to different values it is an error naming both, not a
+silent precedence rule), prints the launch report (:mod:`kl_patches.adapters.launch_report`:
+on- or off-policy from the batch sizes, what changes beyond the KL) and the audit's findings for
+the combined configuration before verl starts, and runs ``python -m verl.trainer.main_ppo``
+with them. ``--check`` instead composes verl's config and runs the checks ``main_ppo`` runs
+before it starts workers (:func:`check`).
 When the config needs the patch, the overrides carry ``KL_PATCHES_VERL`` into every Ray
 process through ``ray_kwargs.ray_init.runtime_env.env_vars``; the launcher also sets it for the
 driver, with Ray's ``RAY_RUNTIME_ENV_HOOK`` (verl < 0.9 loads no entry point), and refuses to
@@ -73,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
         description="Run verl's PPO/GRPO trainer with a kl-patches KL configuration.",
         epilog="Everything after '--' is passed to verl as Hydra overrides. Without --kl, "
         "verl's KL settings are left as the overrides give them. --print and --check need no "
-        "GPU: the first prints the command, the second composes verl's config with it.",
+        "GPU: the first prints the command, the second runs verl's own config checks on it.",
     )
     flags.add_arguments(p, defaults=DEFAULTS_OF_FLAGS)
     p.add_argument(
@@ -95,7 +98,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check",
         action="store_true",
-        help="compose verl's config with the overrides and exit (needs verl, no GPU)",
+        help="compose verl's config with the overrides, run the checks verl's main_ppo runs "
+        "before it starts workers (validate_config) and exit (needs verl, no GPU)",
     )
     p.add_argument("--entry", default=ENTRY, help=f"python module to run (default {ENTRY})")
     p.add_argument("--strict", action="store_true", help="exit 1 if the audit finds an error")
