@@ -376,7 +376,7 @@ def launcher_payload(
     """
     from .versions import TESTED_VERSION
 
-    ours, rest = split_argv(argv)
+    ours, rest = split_argv([a for a in argv if a not in OWN_FLAGS])  # the launcher's own
     config = parse_kl_args(ours)
     if config is None:
         return LaunchPayload(rest)

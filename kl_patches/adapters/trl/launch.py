@@ -565,7 +565,7 @@ def launcher_payload(
 ) -> LaunchPayload:
     """``python -m kl_patches.trl grpo|rloo ...``: the TRL dict with the ``--kl`` flags as its
     ``kl_*`` keys (which the reader reads as a run through kl-patches)."""
-    ours, rest = flags.split_argv(argv, switches=SWITCHES)
+    ours, rest = flags.split_argv([a for a in argv if a != CHECK], switches=SWITCHES)
     _, ours = _switch(ours, MONITOR_SWITCH)
     data = argv_dict(rest, label.split()[-1], base_dir)
     if ours:

@@ -178,3 +178,12 @@ def test_check_runs_train_ppo_rays_own_checks(capsys: pytest.CaptureFixture[str]
         assert started == []  # nothing was started
     finally:
         monkey.undo()
+
+
+def test_the_audit_reads_a_launch_without_the_launchers_own_switches() -> None:
+    from kl_patches.adapters.openrlhf.launch import launcher_payload
+
+    argv = ["--kl", "k1-in-reward", "--rollout.batch_size", "16"]
+    for switch in ("--check", "--print"):
+        payload = launcher_payload("x", [*argv, switch]).payload
+        assert payload == launcher_payload("x", argv).payload and switch not in payload

@@ -254,3 +254,12 @@ def test_report_says_off_policy_with_trls_settings_and_no_on_policy_verdict(
     assert "On-policy:" not in err and "Or make the run on-policy (steps_per_generation=" in err
     coef = launch.parse("grpo", argv[:-1]).config.coef
     assert f"also changes: GRPOConfig.beta={coef:g} (was {training.beta:g}): TRL then loads" in err
+
+
+def test_the_audit_reads_a_check_launch_as_the_launch_itself() -> None:
+    from kl_patches.adapters.trl.launch import launcher_payload
+
+    argv = ["--config", str(RECIPES / "grpo_k1_in_reward.yaml"), "--kl.coef", "0.1"]
+    checked = launcher_payload("kl_patches.trl grpo", [*argv, "--check"], None).payload
+    assert checked == launcher_payload("kl_patches.trl grpo", argv, None).payload
+    assert isinstance(checked, dict) and "check" not in checked
