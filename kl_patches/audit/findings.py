@@ -252,8 +252,8 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 BRANCH_DEPENDENT,
                 "info",
                 f"This launch runs only in some branches ({', '.join(inp.branch)}) of tests the "
-                "audit cannot decide (they depend on command output or files); every branch is "
-                "read and reported.",
+                "audit cannot decide (they depend on command output, files, the node or the "
+                "script's arguments: see the notes); every branch is read and reported.",
                 "",
                 "audit",
             )

@@ -33,6 +33,8 @@ class CondEval:
         self.depth = 0
         self.env = False
         self.scheduler = False
+        self.positional: list[str] = []
+        """Script arguments (``$1``) the test reads: the caller's choice, unknown here."""
 
     def value(self, raw: str, pattern: bool = False) -> str:
         if not self.double:
@@ -44,6 +46,7 @@ class CondEval:
             self.env = True
         if any(scheduler_variable(n) for n in taint.unset):
             self.scheduler = True
+        self.positional += [p for p in taint.positional if p not in self.positional]
         if pattern and not (raw.startswith(("'", '"')) and raw.endswith(("'", '"'))):
             return "\x00glob:" + text
         return text

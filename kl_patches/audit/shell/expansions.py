@@ -52,6 +52,9 @@ class Expander:
         self.cur_open = False
         self.size = 0
         self.vanished: list[str] = []
+        self.dropped = Taint()
+        """Script arguments (``$1``) in words that expanded to nothing: an assignment
+        ``V=$1`` keeps them on its (empty) value."""
 
     # ---------------------------------------------------------------- fields
     def _add(self, text: str, taint: Taint | None = None, quoted: bool = False) -> None:
@@ -71,6 +74,8 @@ class Expander:
             self.out.append(Field(text, self.cur_taint))
         elif self.cur_taint.unset:
             self.vanished.extend(u for u in self.cur_taint.unset if u not in self.vanished)
+        if not (text or self.cur_quoted) and self.cur_taint.positional:
+            self.dropped.add(Taint(args=True, positional=list(self.cur_taint.positional)))
         self.cur = []
         self.cur_taint = Taint()
         self.cur_quoted = False
@@ -99,7 +104,7 @@ class Expander:
         self._scan(quoted=False)
         self._break()
         if not self.split and not self.out:
-            return [Field("", self.cur_taint)]
+            return [Field("", self.dropped)]
         if not self.split and len(self.out) > 1:  # "${A[@]}" in a scalar context: joined
             taint = Taint()
             for f in self.out:
@@ -317,7 +322,7 @@ class Expander:
             if k <= len(w.pos):
                 self._emit_value(w.pos[k - 1], Taint(), quoted)
             else:
-                t = Taint(args=not w.pos_known)
+                t = Taint(args=not w.pos_known, positional=[] if w.pos_known else [f"${c}"])
                 self.cur_taint.add(t)
                 if quoted:
                     self.cur_quoted = True
@@ -448,7 +453,7 @@ class Expander:
         if not rest:
             if name.isdigit() and value is None:
                 self._special(name, quoted, literal) if len(name) == 1 else self.cur_taint.add(
-                    Taint(args=not w.pos_known)
+                    Taint(args=not w.pos_known, positional=[] if w.pos_known else [literal])
                 )
                 return
             self._emit_value(value or "", taint, quoted)

@@ -207,11 +207,34 @@ class Interpreter:
         A test decided only in a clean environment (``("env", 0|1)``: it looks at a variable
         the script never sets, or at a script argument) is taken as bash would take it, except
         when that branch only prints a message and exits: a guard that asks for the variable,
-        read as if the check passed (noted)."""
+        read as if the check passed (noted). A test on the value of a script argument
+        (``("args", 0|1, ["$1"])``, e.g. ``NODE_RANK=$1`` then ``[ "$NODE_RANK" = 0 ]``) is the
+        same guard check, else read both ways, as for a scheduler's variable (noted, naming
+        the argument): the caller chooses the value, the audit does not know it."""
         if status == 0:
             return yes(w)
         if status == 1:
             return no(w)
+        if isinstance(status, tuple) and status[0] == "args":
+            primary, secondary = (yes, no) if status[1] == 0 else (no, yes)
+            guard = False
+            if status[1] in (0, 1):  # decided in a run without arguments: a usage guard?
+                mark = len(self.emitted)
+                trial = primary(w.copy())
+                guard = bool(trial) and all(x.done for x, _ in trial) and self._only_messages(mark)
+                del self.emitted[mark:]
+            if guard:
+                self.note(
+                    f"line {line}: in a clean environment the script exits here (it checks a "
+                    "variable or argument it never sets); read as if the check passed"
+                )
+                return secondary(w)
+            self.note(
+                f"line {line}: the test depends on the script's argument "
+                f"{', '.join(status[2])}, which the audit does not know (empty in a run "
+                "without arguments); both branches are read"
+            )
+            status = "test"
         if isinstance(status, tuple):
             primary, secondary = (yes, no) if status[1] == 0 else (no, yes)
             mark = len(self.emitted)
@@ -323,6 +346,13 @@ class Interpreter:
         taint = word.taint
         chosen: int | None = None
         decidable = not taint.unknown and not any(scheduler_variable(n) for n in taint.unset)
+        if taint.positional:
+            decidable = False
+            self.note(
+                f"line {node.line}: the case word depends on the script's argument "
+                f"{', '.join(taint.positional)}, which the audit does not know (empty in a run "
+                "without arguments); every branch is read"
+            )
         if decidable:
             for idx, (patterns, _) in enumerate(node.items):
                 for pat in patterns:
@@ -462,7 +492,7 @@ class Interpreter:
                     out.append(z)
                     continue
                 kind = "until" if node.until else "while"
-                if isinstance(first, tuple) and first[0] == "env":
+                if isinstance(first, tuple) and first[0] in ("env", "args"):
                     clean = (1 - first[1]) if node.until else first[1]
                     if clean == 1:  # e.g. while [[ $# -gt 0 ]]: no arguments in a clean run
                         self.note(
@@ -539,6 +569,8 @@ class Interpreter:
         status = 0 if result else 1
         if ev.scheduler:
             return "test"
+        if ev.positional:
+            return ("args", status, ev.positional)
         return ("env", status) if ev.env else status
 
     def test(self, fields: list[Field], w: World) -> Any:
@@ -552,6 +584,9 @@ class Interpreter:
         status = 0 if result else 1
         if any(scheduler_variable(n) for f in fields for n in f.taint.unset):
             return "test"
+        positional = list(dict.fromkeys(p for f in fields for p in f.taint.positional))
+        if positional:
+            return ("args", status, positional)
         env = any(f.taint.unset or f.taint.args for f in fields)
         return ("env", status) if env else status
 
@@ -580,13 +615,14 @@ class Interpreter:
                 break
         words: list[Field] = []
         vanished: list[str] = []
+        dropped = Taint()
         rest = items[k:]
         for item in rest:
             if isinstance(item, ArrayLit):
                 words.append(Field(item.name + ("+=" if item.append else "="), Taint()))
                 words[-1].array = item  # type: ignore[attr-defined]
                 continue
-            words.extend(self.expand(item, w, vanished=vanished))
+            words.extend(self.expand(item, w, vanished=vanished, dropped=dropped))
         if not words:
             status: Any = 0
             for a in assigns:
@@ -612,6 +648,10 @@ class Interpreter:
         if name in BUILTINS:
             self._emit(words, prefix, node, w)
             builtin = run_builtin(self, name, words, prefix, node, w)
+            if builtin is not None and name in ("[", "test") and dropped.positional:
+                # [ $NODE_RANK -eq 0 ] with NODE_RANK=$1: the argument's word vanished
+                worlds, statuses = builtin
+                return worlds, [("args", s, dropped.positional) for s in statuses]
             if builtin is not None:
                 return builtin
         cmd = self._emit(words, prefix, node, w, vanished)
@@ -720,17 +760,25 @@ class Interpreter:
 
     # ---------------------------------------------------------------- expansion
     def expand(
-        self, raw: str, w: World, split: bool = True, vanished: list[str] | None = None
+        self,
+        raw: str,
+        w: World,
+        split: bool = True,
+        vanished: list[str] | None = None,
+        dropped: Taint | None = None,
     ) -> list[Field]:
         """The fields of one raw word: brace expansion, parameter/arithmetic expansion, word
         splitting of unquoted results (when ``split``) and quote removal. Never-set variables
-        whose word expanded to nothing are appended to ``vanished``."""
+        whose word expanded to nothing are appended to ``vanished``, script arguments
+        (``$1``) whose word did to ``dropped``."""
         out: list[Field] = []
         for word in brace_expand(raw):
             exp = Expander(self, w, word, split)
             out.extend(exp.fields())
             if vanished is not None:
                 vanished.extend(v for v in exp.vanished if v not in vanished)
+            if dropped is not None:
+                dropped.add(exp.dropped)
         return out
 
     def expand_string(

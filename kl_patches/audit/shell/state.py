@@ -15,9 +15,17 @@ from kl_patches.audit.shell.vocabulary import NAME
 
 @dataclass
 class Taint:
+    """What in a value the reader does not know."""
+
     unknown: list[str] = field(default_factory=list)
+    """Command substitutions and other values never computed, as written."""
     unset: list[str] = field(default_factory=list)
+    """Variables the script never set (empty here, as in a clean environment)."""
     args: bool = False
+    """The value uses the script's arguments (``$1``, ``$#``, ``$@``), unknown to the audit."""
+    positional: list[str] = field(default_factory=list)
+    """The script arguments read as plain ``$N``/``${N}`` (empty here): a test on one is read
+    both ways, as the value is the caller's choice (``NODE_RANK=$1``)."""
 
     def add(self, other: Taint) -> None:
         for u in other.unknown:
@@ -27,6 +35,9 @@ class Taint:
             if u not in self.unset:
                 self.unset.append(u)
         self.args = self.args or other.args
+        for u in other.positional:
+            if u not in self.positional:
+                self.positional.append(u)
 
     @property
     def undecidable(self) -> bool:
