@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from kl_patches import adapters
 from kl_patches.adapters.base import NativeReading
 from kl_patches.audit.model import AuditFinding, AuditInput
+from kl_patches.audit.shell.vocabulary import PLACEHOLDER_LABEL
 from kl_patches.config import KLConfig
 from kl_patches.theory import Verdict, recommended
 
@@ -59,6 +60,8 @@ LAUNCH_UNREADABLE = "launch_unreadable"
 """One launch of a file with several could not be read (the others are reported)."""
 VERSION_PIN_CONFLICT = "version_pin_conflict"
 """Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
+TEMPLATE_PLACEHOLDER = "template_placeholder"
+"""An option's value is a template's placeholder (``VAR=<PATH>``), which bash cannot run."""
 
 CODES = (
     KL_OFF,
@@ -81,6 +84,7 @@ CODES = (
     VERSION_NEWEST_DIFFERS,
     LAUNCH_UNREADABLE,
     VERSION_PIN_CONFLICT,
+    TEMPLATE_PLACEHOLDER,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -228,7 +232,24 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "audit",
             )
         )
-    relevant = [(k, v) for k, v in inp.unknown_items if not k or _relevant(k, reading)]
+    placeholders = [(k, v) for k, v in inp.unknown_items if PLACEHOLDER_LABEL in v]
+    if placeholders:
+        out.append(
+            AuditFinding(
+                TEMPLATE_PLACEHOLDER,
+                "warning",
+                "; ".join(f"{k or 'an argument'} comes from {v}" for k, v in placeholders)
+                + ": the file is a template (bash reads '<' as a redirection and cannot run it as "
+                "written); the audit reads each such option at the library's default.",
+                "replace the placeholder with the value you run with",
+                "audit",
+            )
+        )
+    relevant = [
+        (k, v)
+        for k, v in inp.unknown_items
+        if (not k or _relevant(k, reading)) and PLACEHOLDER_LABEL not in v
+    ]
     if relevant:
         out.append(
             AuditFinding(

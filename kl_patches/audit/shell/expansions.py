@@ -13,13 +13,18 @@ from kl_patches.audit.shell.follow import substitution
 from kl_patches.audit.shell.model import LIMITS, ShellLimitError
 from kl_patches.audit.shell.patterns import replace, split_unescaped, trim
 from kl_patches.audit.shell.state import Field, Taint, World
-from kl_patches.audit.shell.vocabulary import NAME, UNKNOWN_SPECIAL
+from kl_patches.audit.shell.vocabulary import (
+    NAME,
+    PLACEHOLDER,
+    PLACEHOLDER_LABEL,
+    UNKNOWN_SPECIAL,
+)
 
 if TYPE_CHECKING:
     from kl_patches.audit.shell.interpreter import Interpreter
 
 
-_PLAIN = re.compile(r"[^'\"\\$`]+")
+_PLAIN = re.compile(r"[^'\"\\$`<]+")
 _PLAIN_DQ = re.compile(r"[^\"\\$`]+")
 _PLAIN_HEREDOC = re.compile(r"[^\\$`]+")
 
@@ -179,8 +184,22 @@ class Expander:
             if c == "`":
                 self._backtick(quoted=False)
                 continue
+            placeholder = PLACEHOLDER.match(s, self.i) if c == "<" else None
+            if placeholder:  # only the lexer lets one in, after "=": VAR=<PLACEHOLDER>
+                self._placeholder(placeholder.group(0))
+                self.i = placeholder.end()
+                continue
             self._add(c)
             self.i += 1
+
+    def _placeholder(self, text: str) -> None:
+        interp = self.interp
+        where = interp.where(self.w, interp.at)
+        interp.note(
+            f"{where}: {text} is {PLACEHOLDER_LABEL} (bash reads '<' as a redirection and cannot "
+            "run the line as written); read as a value the audit does not know"
+        )
+        self._add(text, Taint(unknown=[f"{text} ({PLACEHOLDER_LABEL}, {where})"]))
 
     def _backtick(self, quoted: bool) -> None:
         start = self.i

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kl_patches.audit.shell.model import LIMITS, ShellLimitError, ShellParseError
-from kl_patches.audit.shell.vocabulary import ASSIGN, CUT_NEXT
+from kl_patches.audit.shell.vocabulary import ASSIGN, CUT_NEXT, PLACEHOLDER
 
 
 @dataclass
@@ -314,6 +314,10 @@ class Lexer:
                         return "".join(out), ArrayLit(
                             m.group(1), m.group(3) == "+=", elements, line
                         )
+                placeholder = PLACEHOLDER.match(self.s, self.i) if c == "<" else None
+                if placeholder and out and out[-1].endswith("="):  # VAR=<PLACEHOLDER>
+                    out.append(self.adv(placeholder.end() - self.i))
+                    continue
                 if c in "<>" and self.peekc(1) == "(":  # process substitution
                     out.append(self.adv())
                     self.adv()

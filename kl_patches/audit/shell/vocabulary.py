@@ -27,6 +27,12 @@ def scheduler_variable(name: str) -> bool:
 ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)(.*)$", re.S)
 ORPHAN = re.compile(r"^(-|\+{0,2}[A-Za-z_][\w.]*\.[\w.]*=)")
 """A command that is really arguments: a flag, or a dotted ``key.sub=value`` override."""
+PLACEHOLDER = re.compile(r"<[A-Za-z_][^\s<>'\"`$;&|()\\]*>")
+"""A template's placeholder, ``<PATH_TO_MODEL>``: read after ``=`` (``VAR=<...>``,
+``key=<...>``) as a value the audit does not know, where bash sees redirections (a syntax error
+when the line ends there)."""
+PLACEHOLDER_LABEL = "a template placeholder"
+"""How a placeholder's unknown value is labelled (``<X> (a template placeholder, line N)``)."""
 CUT_NEXT = re.compile(r"^(--|\+{0,2}[A-Za-z_][\w.]*=)")
 _RESERVED = {
     "if",
