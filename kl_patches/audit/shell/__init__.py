@@ -29,7 +29,11 @@ What is not knowable is marked, never guessed:
 * command substitutions (``$(...)``, backticks) are not run: their value is unknown, kept as
   their literal text and listed in :attr:`Command.unknown` (pure idioms such as
   ``$(dirname "$0")``, ``$(cat <<EOF ...)`` and ``$(echo WORDS)`` are evaluated);
-* script arguments (``$1``, ``$@``) are empty, as in a run without arguments (noted);
+* script arguments (``$1``, ``$@``) are empty, as in a run without arguments (noted); a test
+  on the value of one (``NODE_RANK=$1``, then ``[ "$NODE_RANK" = 0 ]``) is read both ways, like
+  a test on a variable a cluster scheduler sets, with a note naming the argument;
+* a template's placeholder after ``=`` (``VAR=<PATH>``, where bash sees redirections) is a value
+  the reader does not know, noted at its line;
 * an ``if``/``case``/``&&``/``||`` test decided only by literals and variables the script set
   takes its branch; otherwise every branch is read, each in its own copy of the state, and the
   commands that differ between branches carry :attr:`Command.branch`;

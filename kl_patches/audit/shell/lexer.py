@@ -2,7 +2,9 @@
 redirections, here-documents (read after the line that opens them), ``\\``-newline
 continuations, comments, ``((...))``/``[[...]]`` bodies and array literals ``A=(...)``.
 Words are kept raw (quotes, ``$``) for the expander. A comment inside a continued command ends
-it, as in bash (recorded on the token)."""
+it, as in bash (recorded on the token). Deviation: a template's placeholder right after ``=``
+(``VAR=<PATH>``) stays in the word, where bash sees redirections (and, at the end of a line, a
+syntax error); the expander reads it as an unknown value."""
 
 from __future__ import annotations
 
