@@ -61,7 +61,8 @@ LAUNCH_UNREADABLE = "launch_unreadable"
 VERSION_PIN_CONFLICT = "version_pin_conflict"
 """Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
 TEMPLATE_PLACEHOLDER = "template_placeholder"
-"""An option's value is a template's placeholder (``VAR=<PATH>``), which bash cannot run."""
+"""The file is a template with ``VAR=<PATH>`` placeholders, which bash cannot run (a warning
+when an option of the launch takes its value from one)."""
 
 CODES = (
     KL_OFF,
@@ -233,6 +234,7 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
             )
         )
     placeholders = [(k, v) for k, v in inp.unknown_items if PLACEHOLDER_LABEL in v]
+    elsewhere = [n.split(" (bash reads")[0] for n in inp.notes if f"is {PLACEHOLDER_LABEL}" in n]
     if placeholders:
         out.append(
             AuditFinding(
@@ -241,6 +243,19 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "; ".join(f"{k or 'an argument'} comes from {v}" for k, v in placeholders)
                 + ": the file is a template (bash reads '<' as a redirection and cannot run it as "
                 "written); the audit reads each such option at the library's default.",
+                "replace the placeholder with the value you run with",
+                "audit",
+            )
+        )
+    elif elsewhere:
+        out.append(
+            AuditFinding(
+                TEMPLATE_PLACEHOLDER,
+                "info",
+                "The file is a template: "
+                + "; ".join(elsewhere)
+                + ". Bash reads '<' as a redirection and cannot run it as written; no option of "
+                "this launch takes its value from a placeholder.",
                 "replace the placeholder with the value you run with",
                 "audit",
             )

@@ -109,3 +109,33 @@ def test_redirections_and_quoted_text_are_unchanged(text: str) -> None:
     script = parse_script(text)
     assert not any("template placeholder" in n for n in script.notes)
     assert all(not c.unknown for c in script.commands)
+
+
+MOUNT_TEMPLATE = """#!/bin/bash
+#SBATCH -p { partition }
+#SBATCH --nodes=1
+
+# project settings
+OPENRLHF_PATH=<OPENRLHF_ROOT_PATH>
+MOUNT="$OPENRLHF_PATH:/openrlhf,$HOME/.cache:/root/.cache"
+IMAGE_NAME="nvcr.io/nvidia/pytorch:24.07-py3"
+
+srun --overlap --nodes=1 --ntasks=1 --container-image="$IMAGE_NAME" \\
+    --container-mounts="$MOUNT" \\
+    python3 -m openrlhf.cli.train_ppo_ray \\
+    --ref_num_nodes 1 \\
+    --actor_num_nodes 1 \\
+    --pretrain OpenRLHF/Llama-3-8b-sft-mixture \\
+    --init_kl_coef 0.02
+"""
+
+
+def test_a_placeholder_outside_the_launch_still_marks_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "train_ppo_ray_slurm.sh"
+    path.write_text(MOUNT_TEMPLATE)
+    (entry,) = audit(path, version="openrlhf=0.10.1")
+    assert entry.reading.config.placement == "reward"
+    assert entry.reading.config.coef == pytest.approx(0.02)
+    (finding,) = [f for f in entry.findings if f.code == "template_placeholder"]
+    assert finding.severity == "info"
+    assert "line 6: <OPENRLHF_ROOT_PATH> is a template placeholder" in finding.message
