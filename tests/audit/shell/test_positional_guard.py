@@ -100,3 +100,13 @@ def test_known_arguments_decide_the_test() -> None:
     text = 'f() { if [ "$1" = 0 ]; then run head; else run worker; fi; }\nf 0\n'
     script = parse_script(text)
     assert [c.words for c in script.commands if c.words[0] == "run"] == [["run", "head"]]
+
+
+@pytest.mark.parametrize("loop", ["until", "while"])
+def test_a_loop_on_an_argument_s_vanished_word_is_read_once(loop: str) -> None:
+    # [ $N -eq 0 ] with N=$1 is [ -eq 0 ]: neither a clean-run decision nor a crash
+    text = f"N=$1\n{loop} [ $N -eq 0 ]; do run x; break; done\nrun end\n"
+    script = parse_script(text)
+    runs = [c.words for c in script.commands if c.words[0] == "run"]
+    assert runs == [["run", "x"], ["run", "end"]]
+    assert any(f"{loop} loop body read once" in n for n in script.notes)
