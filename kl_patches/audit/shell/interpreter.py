@@ -492,8 +492,11 @@ class Interpreter:
                     out.append(z)
                     continue
                 kind = "until" if node.until else "while"
-                clean_only = isinstance(first, tuple) and first[0] in ("env", "args")
-                if clean_only and isinstance(first[1], int):
+                if (
+                    isinstance(first, tuple)
+                    and first[0] in ("env", "args")
+                    and isinstance(first[1], int)
+                ):
                     clean = (1 - first[1]) if node.until else first[1]
                     if clean == 1:  # e.g. while [[ $# -gt 0 ]]: no arguments in a clean run
                         self.note(
