@@ -1,4 +1,4 @@
-"""vLLM stand-in for OpenRLHF's CPU end-to-end runs (tests only; see ../README.md)."""
+"""vLLM stand-in for OpenRLHF on a CPU (the CPU trial only; see kl_patches.experiments.cpu.stand_ins)."""
 
 from __future__ import annotations
 
