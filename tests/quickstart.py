@@ -1,7 +1,7 @@
 """The shell commands of README.md and of the docs' Quickstart sections, and how each is run.
 
-Shared by ``tests/test_readme.py`` (core session) and ``tests/adapters/trl/test_quickstart.py``
-(TRL session). A command is run as written, in the repository root, through ``bash -c`` with this
+Shared by ``tests/test_readme.py`` (core session) and ``tests/adapters/<library>/
+test_quickstart.py`` (each library's session). A command is run as written, in the repository root, through ``bash -c`` with this
 environment's ``bin`` first on the PATH (so ``kl-patches`` and ``python`` are the ones under
 test), except:
 
@@ -13,7 +13,8 @@ test), except:
 * ``nox``: ``nox --list``: running the whole suite from inside the suite would run it twice.
 * ``kl-patches demo``: with ``--out`` in the temporary folder (its plots would land in the
   checkout's ``out/``).
-* commands that need TRL (:data:`NEEDS_TRL`) run in the TRL session only.
+* commands that need a library installed (:data:`NEEDS`: ``smoke trl|verl|openrlhf``, TRL's
+  launcher) run in that library's session only.
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_WITH_QUICKSTART = ("docs/trl.md", "docs/verl.md", "docs/openrlhf.md")
 """Docs pages whose ``## Quickstart`` section's commands are tested too."""
-NEEDS_TRL = ("smoke trl", "kl_patches.trl")
-"""A command containing one of these needs TRL installed (the TRL session runs it)."""
+NEEDS = {
+    "trl": ("smoke trl", "kl_patches.trl"),
+    "verl": ("smoke verl",),
+    "openrlhf": ("smoke openrlhf",),
+}
+"""Library -> a command containing one of these needs it installed (its session runs it)."""
 
 _FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 
@@ -69,9 +74,17 @@ def all_commands() -> list[tuple[str, str]]:
     return [(where, command) for command, where in seen.items()]
 
 
-def needs_trl(command: str) -> bool:
-    """True when the command needs TRL installed."""
-    return any(word in command for word in NEEDS_TRL)
+def needs(command: str) -> str | None:
+    """The library the command needs installed (None: it runs in the core session)."""
+    for library, words in NEEDS.items():
+        if any(word in command for word in words):
+            return library
+    return None
+
+
+def of(library: str) -> list[tuple[str, str]]:
+    """``(where, command)`` for the commands that need ``library`` (its session runs them)."""
+    return [(where, c) for where, c in all_commands() if needs(c) == library]
 
 
 def parts(command: str) -> list[str]:

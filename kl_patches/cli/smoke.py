@@ -71,7 +71,9 @@ def main(argv: list[str]) -> int:
     """Entry point of ``kl-patches smoke``; returns 0 when the run logged its KL metrics."""
     args = parser().parse_args(argv)
     config = flags.build(
-        args.kl_name or "k1-in-reward", flags.values_from_namespace(args), flags.base_of({"coef": COEF})
+        args.kl_name or "k1-in-reward",
+        flags.values_from_namespace(args),
+        flags.base_of({"coef": COEF}),
     )
     if args.library != "trl":
         _check_library(args.library)
@@ -121,8 +123,12 @@ def estimate(library: str, steps: int) -> str:
         start_up, per_step = trial.module(library).SECONDS
         seconds = start_up + per_step * steps
     minutes = round(seconds / 60)
-    return "under a minute" if minutes < 1 else "about a minute" if minutes == 1 else (
-        f"about {minutes} minutes"
+    return (
+        "under a minute"
+        if minutes < 1
+        else "about a minute"
+        if minutes == 1
+        else (f"about {minutes} minutes")
     )
 
 
@@ -181,7 +187,7 @@ def step_table(steps: dict[int, dict[str, Any]], title: str) -> str:
     order = sorted(steps)
     table = Table(title, ["metric", *(f"step {s}" for s in order)])
     for key in [*score[:1], *kl_keys(steps)]:
-        table.add(key, *(_number(steps[s].get(key)) for s in order))
+        table.add(key, *(cell(steps[s].get(key)) for s in order))
     return render(table)
 
 
@@ -215,8 +221,7 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
             prog="kl-patches smoke trl",
             library="TRL",
             config=config,
-            coef_source=coef_source(
-["--kl.coef"] if coef_given else [], COEF.source),
+            coef_source=coef_source(["--kl.coef"] if coef_given else [], COEF.source),
             route="kl_patches.trl.GRPOTrainer on a tiny random Qwen2 built in "
             f"{model_dir} (CPU, fp32, {steps} steps of 8 completions in groups of 4)",
         )
@@ -276,12 +281,12 @@ def metrics_table(logs: list[dict[str, float]]) -> str:
     table = Table("KL metrics logged by TRL", columns)
     for entry in logs:
         table.add(
-            *(f"{int(entry['step'])}" if c == "step" else _number(entry.get(c)) for c in columns)
+            *(f"{int(entry['step'])}" if c == "step" else cell(entry.get(c)) for c in columns)
         )
     return render(table)
 
 
-def _number(value: object) -> str:
+def cell(value: object) -> str:
     if isinstance(value, str):
         try:
             value = float(value)

@@ -51,8 +51,8 @@ INSTALL = (
     "datasets einops (after pip install torch==2.13.0, the CPU wheel)"
 )
 """The CPU install of OpenRLHF 0.11.2 (what ``nox -s openrlhf`` installs)."""
-SECONDS = (45, 180)
-"""What a 3-step run takes on two cores, start-up included (about a minute measured)."""
+SECONDS = (50, 4)
+"""Seconds of a run on two cores: start-up (Ray, the actors, DeepSpeed), then per step."""
 
 
 def flags(task: TinyTask, folder: Path, *, steps: int = 3) -> list[str]:

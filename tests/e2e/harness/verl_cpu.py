@@ -1,4 +1,4 @@
-"""The harness's module in ``VERL_USE_EXTERNAL_MODULES`` (test-only): verl loads it in every process.
+"""The harness's ``VERL_USE_EXTERNAL_MODULES`` module (test-only): verl loads it in every process.
 
 It loads the CPU trial's stand-ins of the package (:mod:`kl_patches.experiments.cpu.verl_platform`:
 the ``cpu`` platform, the FSDP engines on ``cpu``, gloo, no pinned memory, the ``hfcpu`` rollout),

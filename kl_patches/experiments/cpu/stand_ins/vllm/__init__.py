@@ -1,4 +1,4 @@
-"""vLLM stand-in for OpenRLHF on a CPU (the CPU trial only; see kl_patches.experiments.cpu.stand_ins)."""
+"""vLLM stand-in for OpenRLHF on a CPU (the CPU trial only; see the ``stand_ins`` docstring)."""
 
 from __future__ import annotations
 
