@@ -1,9 +1,9 @@
 """The shell commands of README.md and of the docs' Quickstart sections, and how each is run.
 
-Shared by ``tests/test_readme.py`` (core session) and ``tests/adapters/<library>/
-test_quickstart.py`` (each library's session). A command is run as written, in the repository root, through ``bash -c`` with this
-environment's ``bin`` first on the PATH (so ``kl-patches`` and ``python`` are the ones under
-test), except:
+Shared by ``tests/test_readme.py`` (core session) and
+``tests/adapters/<library>/test_quickstart.py`` (each library's session). A command is run as
+written, in the repository root, through ``bash -c`` with this environment's ``bin`` first on
+the PATH (so ``kl-patches`` and ``python`` are the ones under test), except:
 
 * ``pip install ...``: a dry run (``pip install --dry-run``) with this interpreter's pip. These
   install torch, TRL or verl (gigabytes) into the user's own environment; the dry run resolves
@@ -12,7 +12,8 @@ test), except:
 * ``python3 -m venv DIR``: run for real, in a temporary folder (DIR is made there).
 * ``nox``: ``nox --list``: running the whole suite from inside the suite would run it twice.
 * ``kl-patches demo``: with ``--out`` in the temporary folder (its plots would land in the
-  checkout's ``out/``).
+  checkout's ``out/``); ``kl-patches smoke LIBRARY``: with ``--output-dir`` there (``smoke/``),
+  so that the test can read the run's log.
 * commands that need a library installed (:data:`NEEDS`: ``smoke trl|verl|openrlhf``, TRL's
   launcher) run in that library's session only.
 """
@@ -108,6 +109,9 @@ def rewrite(part: str, venvs: dict[str, Path], out: Path) -> str:
         return f"{shlex.quote(sys.executable)} -m nox --list"
     if head == "kl-patches" and words[1:] == ["demo"]:
         return f"kl-patches demo --out {shlex.quote(str(out))}"
+    if head == "kl-patches" and words[1:2] == ["smoke"] and "--output-dir" not in words:
+        kept = shlex.quote(str(out.parent / "smoke"))
+        return " ".join(shlex.quote(w) for w in words) + f" --output-dir {kept}"
     return " ".join(shlex.quote(w) for w in [head, *words[1:]])
 
 

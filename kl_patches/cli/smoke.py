@@ -140,6 +140,7 @@ def run_library(library: str, config: Any, steps: int, folder: Path, coef_given:
     """``steps`` steps of verl's or OpenRLHF's own trainer, launched as a user launches it."""
     from kl_patches.experiments.cpu import trial
 
+    started = time.monotonic()
     name = trial.NAMES[library]
     kl = flags.to_tokens(config)
     if "--kl.coef" not in kl:  # the launchers' own default is the library's coefficient
@@ -169,7 +170,7 @@ def run_library(library: str, config: Any, steps: int, folder: Path, coef_given:
         return 1
     print(
         f"kl-patches smoke {library}: {len(logged)} steps with {config.short_name} in "
-        f"{outcome.wall_s:.0f} s"
+        f"{time.monotonic() - started:.0f} s ({outcome.wall_s:.0f} s in {name}'s launcher)"
     )
     return 0
 
@@ -287,6 +288,7 @@ def metrics_table(logs: list[dict[str, float]]) -> str:
 
 
 def cell(value: object) -> str:
+    """A logged value as a table cell: 4 significant digits, ``-`` where the step has none."""
     if isinstance(value, str):
         try:
             value = float(value)

@@ -4,9 +4,10 @@
 lacks (a library or one of its CPU dependencies, or a release the stand-ins were not written
 for). :func:`run` builds the tiny chat task (:func:`kl_patches.experiments.tiny.build`), runs
 the library's launcher in a subprocess of its own session with the trial's environment
-(:mod:`.verl_trial`, :mod:`.openrlhf_trial`), keeps its whole output in ``run.log``, shows the
-launcher's KL block and one line per logged step as they come, and ends the session's leftover
-processes (Ray's workers) when the launcher exits. ``kl-patches smoke`` prints the result.
+(:mod:`.verl_trial`, :mod:`.openrlhf_trial`), writes its whole output to ``run.log`` (a file:
+Ray's daemons may outlive the launcher), shows the launcher's KL block and one line per logged
+step as they come, and ends the session's leftover processes (Ray's workers) when the launcher
+exits. ``kl-patches smoke`` prints the result.
 """
 
 from __future__ import annotations
@@ -97,26 +98,28 @@ def run(
     ``kl``: the launcher's ``--kl`` flags; ``say``: where the KL block and the progress lines
     go (one line per call).
     """
+    from transformers.utils import logging as hf_logging
+
     from kl_patches.experiments import tiny
 
+    hf_logging.disable_progress_bar()  # saving the tiny model: not a step of the run
     trial = module(library)
     task = tiny.build(folder / "tiny")
     command = trial.command(kl, task, folder, steps, sys.executable)
     log = folder / "run.log"
     outcome = Outcome(returncode=-1, wall_s=0.0, log=log)
+    done = threading.Event()
     start = time.monotonic()
-    with log.open("w") as out:
+    with log.open("w") as out:  # a file, not a pipe: Ray's daemons may outlive the launcher
         proc = subprocess.Popen(
             command,
             env=trial.environment(),
-            stdout=subprocess.PIPE,
+            stdout=out,
             stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
             start_new_session=True,
         )
         reader = threading.Thread(
-            target=_follow, args=(proc, out, trial, outcome, say, start), daemon=True
+            target=_follow, args=(log, trial, outcome, say, start, done), daemon=True
         )
         reader.start()
         try:
@@ -128,33 +131,40 @@ def run(
             with contextlib.suppress(ProcessLookupError):  # Ray's workers, left behind
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            reader.join(timeout=30)
+            done.set()
+            reader.join(timeout=10)
     return outcome
 
 
 def _follow(
-    proc: subprocess.Popen[str],
-    out: Any,
+    log: Path,
     trial: ModuleType,
     outcome: Outcome,
     say: Callable[[str], None],
     start: float,
+    done: threading.Event,
 ) -> None:
-    """Copy the run's output to the log; pass on the KL block and one line per logged step."""
-    if proc.stdout is None:
-        return
+    """Read the log as it grows; pass on the KL block and one line per logged step."""
     in_block = False
-    for line in proc.stdout:
-        out.write(line)
-        text = line.rstrip("\n")
-        if text.startswith(f"{trial.PROG}:"):
-            in_block = True
-            say(text)
-        elif in_block and text.startswith("  "):
-            say(text)
-        else:
-            in_block = False
-        found = trial.logged_line(text)
-        if found is not None:
-            outcome.steps[found[0]] = found[1]
-            say(f"  step {found[0]} logged after {time.monotonic() - start:.0f} s")
+    pending = ""
+    with log.open(errors="replace") as source:
+        while True:
+            finished = done.is_set()  # read once more after the run ended
+            *lines, pending = (pending + source.read()).split("\n")
+            if finished and pending:
+                lines.append(pending)
+            for text in lines:
+                if text.startswith(f"{trial.PROG}:"):
+                    in_block = True
+                    say(text)
+                elif in_block and text.startswith("  "):
+                    say(text)
+                else:
+                    in_block = False
+                found = trial.logged_line(text)
+                if found is not None:
+                    outcome.steps[found[0]] = found[1]
+                    say(f"  step {found[0]} logged after {time.monotonic() - start:.0f} s")
+            if finished:
+                return
+            done.wait(0.5)
