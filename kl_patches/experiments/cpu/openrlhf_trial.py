@@ -28,6 +28,9 @@ STARTUP = HERE / "startup"
 """On ``PYTHONPATH``: the ``sitecustomize`` that installs the CPU shims in every process."""
 TRIAL_VAR = "KL_PATCHES_CPU_TRIAL"
 """Set to ``openrlhf`` in the trial's processes: the start-up hook acts only then."""
+BUILD_ENV = {"DS_ACCELERATOR": "cpu"}
+"""Set in the process that builds the tiny model (after :func:`environment` is taken):
+transformers imports DeepSpeed there, which otherwise prints its guess of the accelerator."""
 RESOURCES = {"CPU": 16, "GPU": 4}
 """Logical resources of the local Ray cluster (every OpenRLHF actor asks for a GPU)."""
 IMPORTS = {

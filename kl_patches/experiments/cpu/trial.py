@@ -104,6 +104,9 @@ def run(
 
     hf_logging.disable_progress_bar()  # saving the tiny model: not a step of the run
     trial = module(library)
+    env = trial.environment()
+    for key, value in trial.BUILD_ENV.items():
+        os.environ.setdefault(key, value)
     task = tiny.build(folder / "tiny")
     command = trial.command(kl, task, folder, steps, sys.executable)
     log = folder / "run.log"
@@ -113,7 +116,7 @@ def run(
     with log.open("w") as out:  # a file, not a pipe: Ray's daemons may outlive the launcher
         proc = subprocess.Popen(
             command,
-            env=trial.environment(),
+            env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -20,6 +20,8 @@ PROG = "kl-patches verl"
 """How the launcher names itself in its KL block."""
 MODULE = "kl_patches.experiments.cpu.verl_platform"
 """Loaded by verl in every process of the trial (``VERL_USE_EXTERNAL_MODULES``)."""
+BUILD_ENV: dict[str, str] = {}
+"""Set in the process that builds the tiny model (nothing for verl)."""
 FP32 = "{param_dtype:fp32,reduce_dtype:fp32,buffer_dtype:fp32}"
 IMPORTS = {
     "verl": "verl==0.9.1 (pip install --no-deps verl==0.9.1: its own requirements pull CUDA)",
