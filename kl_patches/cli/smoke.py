@@ -291,7 +291,7 @@ def cell(value: object) -> str:
     """A logged value as a table cell: 4 significant digits, ``-`` where the step has none."""
     if isinstance(value, str):
         try:
-            value = float(value)
+            return f"{float(value):.4g}"
         except ValueError:
             return value
     return "-" if not isinstance(value, (int, float)) else f"{value:.4g}"

@@ -38,7 +38,7 @@ class _CpuDevice(str):
 def _cuda_no_ops() -> None:
     import torch
 
-    cuda = torch.cuda
+    cuda: Any = torch.cuda  # its functions are replaced: typed as a plain object here
     if getattr(cuda, "kl_patches_cpu", False):
         return
     cuda.set_device = lambda *a, **k: None
@@ -111,7 +111,7 @@ def _replay_buffer_on_cpu() -> None:
             __init__.kl_patches_cpu = True  # type: ignore[attr-defined]
             return __init__
 
-        cls.__init__ = make(init)
+        cls.__init__ = make(init)  # type: ignore[misc]
 
 
 def install() -> None:

@@ -147,7 +147,7 @@ def _gloo_process_group() -> None:
     if getattr(original, "kl_patches_cpu", False):
         return
 
-    def initialize_global_process_group_ray(timeout_second: Any = None, backend: Any = None):
+    def initialize_global_process_group_ray(timeout_second: Any = None, backend: Any = None) -> Any:
         return original(timeout_second=timeout_second, backend=backend or "gloo")
 
     initialize_global_process_group_ray.kl_patches_cpu = True  # type: ignore[attr-defined]

@@ -24,4 +24,4 @@ class PyNcclCommunicator:
         options = dist.BroadcastOptions()
         options.rootRank = src
         options.rootTensor = 0
-        self.group.broadcast([tensor], options).wait()
+        self.group.broadcast([tensor], options).wait()  # type: ignore[attr-defined]
