@@ -119,6 +119,7 @@ def run(
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            cwd=folder,  # what the library writes to its working directory (Hydra's outputs/)
             start_new_session=True,
         )
         reader = threading.Thread(
