@@ -34,9 +34,7 @@ LIBRARIES = ("trl", "verl", "openrlhf")
 """The libraries ``smoke`` runs."""
 
 COEF = flags.Default(
-    0.05,
-    "the trial's, kl-patches' default: large enough to show in three steps (the library "
-    "launchers default to the library's own coefficient)",
+    0.05, "kl-patches' default for every trial, large enough to show in three steps"
 )
 """The coefficient of every trial unless ``--kl.coef`` is given."""
 
@@ -204,7 +202,10 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
             field="trl",
         )
     started = time.monotonic()
-    errors.say(f"kl-patches smoke trl: {steps} TRL GRPO steps on the CPU; {estimate('trl', steps)}")
+    errors.say(
+        f"kl-patches smoke trl: {steps} TRL GRPO steps on the CPU; "
+        f"{estimate('trl', steps)} on two cores"
+    )
     import torch
     from transformers import TrainerCallback
     from transformers.utils import logging as hf_logging
