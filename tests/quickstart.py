@@ -112,6 +112,8 @@ def rewrite(part: str, venvs: dict[str, Path], out: Path) -> str:
     if head == "kl-patches" and words[1:2] == ["smoke"] and "--output-dir" not in words:
         kept = shlex.quote(str(out.parent / "smoke"))
         return " ".join(shlex.quote(w) for w in words) + f" --output-dir {kept}"
+    if head == words[0]:
+        return part  # as written: its quoting and command substitutions are the user's
     return " ".join(shlex.quote(w) for w in [head, *words[1:]])
 
 

@@ -39,7 +39,7 @@ def _check_smoke(out: str, err_text: str, folder: Path) -> None:
     assert err[0].startswith("kl-patches smoke verl: 3 steps of verl's own trainer"), err[0]
     assert " on two cores" in err[0]
     assert "kl-patches verl: KL regulariser for verl" in err  # the launcher's own block
-    assert "  config:    k1-in-reward, coef=0.05" in "\n".join(err)
+    assert "  KL as run:    k1-in-reward, coef=0.05" in "\n".join(err)
     assert [line.split()[1] for line in err if line.startswith("  step ")] == ["1", "2", "3"]
 
     logged = verl_trial.logged((folder / "run.log").read_text())
