@@ -143,7 +143,8 @@ def library_function(lib: str) -> tuple[str, Fn, KLConfig]:
     if lib == "openrlhf":
         # import-only stand-ins for flash_attn / vllm (no CPU wheels), as the OpenRLHF tests use
         stubs = ROOT / "tests" / "adapters" / "openrlhf" / "openrlhf_support" / "stubs"
-        sys.path.insert(0, str(stubs))
+        sys.path.insert(0, str(ROOT / "kl_patches" / "experiments" / "cpu" / "stand_ins"))
+        sys.path.insert(0, str(stubs))  # its import-only vllm before the package's working one
         from openrlhf.models.utils import compute_approx_kl
 
         cfg = KLConfig.parse("k3-in-loss", log_ratio_clamp=10.0, kl_clamp=10.0)

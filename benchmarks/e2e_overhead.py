@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.harness import openrlhf, runs, tiny, trl, verl  # noqa: E402
+from kl_patches.experiments import tiny  # noqa: E402
+from tests.e2e.harness import openrlhf, runs, trl, verl  # noqa: E402
 
 COEF = "0.05"
 

@@ -1,9 +1,9 @@
 """The shell commands of README.md and of the docs' Quickstart sections, and how each is run.
 
-Shared by ``tests/test_readme.py`` (core session) and ``tests/adapters/trl/test_quickstart.py``
-(TRL session). A command is run as written, in the repository root, through ``bash -c`` with this
-environment's ``bin`` first on the PATH (so ``kl-patches`` and ``python`` are the ones under
-test), except:
+Shared by ``tests/test_readme.py`` (core session) and
+``tests/adapters/<library>/test_quickstart.py`` (each library's session). A command is run as
+written, in the repository root, through ``bash -c`` with this environment's ``bin`` first on
+the PATH (so ``kl-patches`` and ``python`` are the ones under test), except:
 
 * ``pip install ...``: a dry run (``pip install --dry-run``) with this interpreter's pip. These
   install torch, TRL or verl (gigabytes) into the user's own environment; the dry run resolves
@@ -12,8 +12,10 @@ test), except:
 * ``python3 -m venv DIR``: run for real, in a temporary folder (DIR is made there).
 * ``nox``: ``nox --list``: running the whole suite from inside the suite would run it twice.
 * ``kl-patches demo``: with ``--out`` in the temporary folder (its plots would land in the
-  checkout's ``out/``).
-* commands that need TRL (:data:`NEEDS_TRL`) run in the TRL session only.
+  checkout's ``out/``); ``kl-patches smoke LIBRARY``: with ``--output-dir`` there (``smoke/``),
+  so that the test can read the run's log.
+* commands that need a library installed (:data:`NEEDS`: ``smoke trl|verl|openrlhf``, TRL's
+  launcher) run in that library's session only.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_WITH_QUICKSTART = ("docs/trl.md", "docs/verl.md", "docs/openrlhf.md")
 """Docs pages whose ``## Quickstart`` section's commands are tested too."""
-NEEDS_TRL = ("smoke trl", "kl_patches.trl")
-"""A command containing one of these needs TRL installed (the TRL session runs it)."""
+NEEDS = {
+    "trl": ("smoke trl", "kl_patches.trl"),
+    "verl": ("smoke verl",),
+    "openrlhf": ("smoke openrlhf",),
+}
+"""Library -> a command containing one of these needs it installed (its session runs it)."""
 
 _FENCE = re.compile(r"```bash\n(.*?)```", re.S)
 
@@ -69,9 +75,17 @@ def all_commands() -> list[tuple[str, str]]:
     return [(where, command) for command, where in seen.items()]
 
 
-def needs_trl(command: str) -> bool:
-    """True when the command needs TRL installed."""
-    return any(word in command for word in NEEDS_TRL)
+def needs(command: str) -> str | None:
+    """The library the command needs installed (None: it runs in the core session)."""
+    for library, words in NEEDS.items():
+        if any(word in command for word in words):
+            return library
+    return None
+
+
+def of(library: str) -> list[tuple[str, str]]:
+    """``(where, command)`` for the commands that need ``library`` (its session runs them)."""
+    return [(where, c) for where, c in all_commands() if needs(c) == library]
 
 
 def parts(command: str) -> list[str]:
@@ -95,6 +109,9 @@ def rewrite(part: str, venvs: dict[str, Path], out: Path) -> str:
         return f"{shlex.quote(sys.executable)} -m nox --list"
     if head == "kl-patches" and words[1:] == ["demo"]:
         return f"kl-patches demo --out {shlex.quote(str(out))}"
+    if head == "kl-patches" and words[1:2] == ["smoke"] and "--output-dir" not in words:
+        kept = shlex.quote(str(out.parent / "smoke"))
+        return " ".join(shlex.quote(w) for w in words) + f" --output-dir {kept}"
     if head == words[0]:
         return part  # as written: its quoting and command substitutions are the user's
     return " ".join(shlex.quote(w) for w in [head, *words[1:]])

@@ -1,6 +1,7 @@
 """README.md's two commands and every shell command of its quickstarts (and of the docs'
 Quickstart sections) run as written (see ``tests/quickstart.py`` for what is run how: pip
-installs as dry runs, ``nox`` as ``nox --list``, the TRL commands in the TRL session), and
+installs as dry runs, ``nox`` as ``nox --list``, the commands that need a library in that
+library's session), and
 ``.ci/run`` runs the README's test command."""
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def test_no_quickstart_command_needs_a_gpu() -> None:
 CORE = [
     (where, command)
     for where, command in quickstart.all_commands()
-    if not quickstart.needs_trl(command)
+    if quickstart.needs(command) is None
 ]
 
 
@@ -66,7 +67,12 @@ def test_command_runs_as_written(where: str, command: str, tmp_path: Path) -> No
         assert "Summary:" in done.stdout and (tmp_path / "out" / "bias_vs_length.png").exists()
 
 
-def test_the_trl_commands_are_the_trl_sessions() -> None:
-    """The commands left to the TRL session (``tests/adapters/trl/test_quickstart.py``)."""
-    trl = [c for _, c in quickstart.all_commands() if quickstart.needs_trl(c)]
-    assert "kl-patches smoke trl" in trl and "python -m kl_patches.trl grpo --help" in trl
+def test_the_library_commands_are_the_library_sessions() -> None:
+    """The commands left to each library's session (``tests/adapters/<lib>/test_quickstart.py``):
+    one CPU trial per library, as the README gives it."""
+    readme = [c for where, c in quickstart.all_commands() if where == "README.md"]
+    for library in ("trl", "verl", "openrlhf"):
+        commands = [c for _, c in quickstart.of(library)]
+        assert f"kl-patches smoke {library}" in commands and f"kl-patches smoke {library}" in readme
+        assert (ROOT / "tests" / "adapters" / library / "test_quickstart.py").exists()
+    assert "python -m kl_patches.trl grpo --help" in [c for _, c in quickstart.of("trl")]

@@ -33,7 +33,7 @@ SUMMARIES: dict[str, str] = {
     "bias": "exact and Monte-Carlo bias of each KL configuration on an enumerable policy",
     "demo": "the built-in example (about a minute on two cores)",
     "reproduce": "the paper's comparison in miniature, trained and measured exactly",
-    "smoke": "a few real training steps on the CPU with a tiny model built here (trl)",
+    "smoke": "a few real training steps of trl, verl or openrlhf on the CPU (a tiny model)",
     "openrlhf": "run OpenRLHF's train_ppo_ray with a KL configuration",
     "trl": "run TRL's GRPO or RLOO script with a KL configuration",
     "verdict": "which gradient one KL configuration follows, and the fix",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kl_patches.experiments import tiny
 from tests.e2e import recompute
-from tests.e2e.harness import tiny
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ pytest.importorskip("trl")
 
 from tests import quickstart
 
-TRL = [(w, c) for w, c in quickstart.all_commands() if quickstart.needs_trl(c)]
+TRL = quickstart.of("trl")
 
 
 @pytest.mark.parametrize(("where", "command"), TRL, ids=[c for _, c in TRL])

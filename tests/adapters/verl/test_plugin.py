@@ -41,7 +41,7 @@ def _late_platform_plugin(root: Path) -> Path:
         textwrap.dedent(
             """
             from verl.plugin.platform.platform_manager import PlatformRegistry
-            from tests.e2e.harness.verl_cpu import PlatformCPU
+            from kl_patches.experiments.cpu.verl_platform import PlatformCPU
 
             PlatformRegistry.register(platform="kp_late")(PlatformCPU)
             """

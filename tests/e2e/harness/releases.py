@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-SUPPORTED: dict[str, tuple[str, ...]] = {
-    "verl": ("0.9.1",),
-    "openrlhf": ("0.11.2",),
-    "trl": ("1.16.0",),
-}
-"""Library -> the releases the harness was run against."""
+from kl_patches.experiments.cpu import RELEASES
+
+SUPPORTED: dict[str, tuple[str, ...]] = {**RELEASES, "trl": ("1.16.0",)}
+"""Library -> the releases the harness was run against (verl's and OpenRLHF's: those of the
+package's CPU stand-ins, which the harness loads)."""
 
 
 class UnsupportedRelease(RuntimeError):
@@ -36,6 +35,6 @@ def check(library: str) -> str:
         raise UnsupportedRelease(
             f"{library} {found} is installed; the end-to-end harness supports {library} "
             f"{', '.join(supported)} only (it uses internals that move between releases: see "
-            "tests/e2e/harness/__init__.py)"
+            "kl_patches/experiments/cpu/__init__.py)"
         )
     return found

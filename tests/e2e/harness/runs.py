@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import time
@@ -65,15 +64,8 @@ def read_records(folder: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-STEP = re.compile(r"step:(\d+) - (.*)")
-
-
 def verl_logged(output: str) -> dict[int, dict[str, str]]:
-    """verl's console logger lines: step -> {metric: value text}."""
-    steps: dict[int, dict[str, str]] = {}
-    for line in output.splitlines():
-        found = STEP.search(line)
-        if found:
-            items = (part.split(":", 1) for part in found.group(2).split(" - ") if ":" in part)
-            steps[int(found.group(1))] = {k.strip(): v.strip() for k, v in items}
-    return steps
+    """verl's console logger lines: step -> {metric: value text} (the CPU trial's reader)."""
+    from kl_patches.experiments.cpu.verl_trial import logged
+
+    return logged(output)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .tiny import TinyTask, prompts
+from kl_patches.experiments.tiny import TinyTask, prompts
 
 REPO = Path(__file__).resolve().parents[3]
 SITE = Path(__file__).resolve().parent / "startup"

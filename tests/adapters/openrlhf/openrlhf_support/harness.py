@@ -1,8 +1,10 @@
 """Builders for the OpenRLHF tests: stand-ins on the path, OpenRLHF args, experiences, a tiny actor.
 
-``activate()`` must run before anything imports OpenRLHF: it puts the import-only stand-ins for
-``vllm`` and ``flash_attn`` (./stubs, tests only) on ``sys.path`` and on ``PYTHONPATH`` (so local
-Ray workers see them too) and sets ``HF_HUB_OFFLINE=1``. The builders follow OpenRLHF's own test
+``activate()`` must run before anything imports OpenRLHF: it puts the import-only stand-in for
+``vllm`` (./stubs, tests only) and the package's import-only ``flash_attn`` (the CPU trial's,
+:mod:`kl_patches.experiments.cpu.stand_ins`, after ./stubs so that its working ``vllm`` is not
+the one imported) on ``sys.path`` and on ``PYTHONPATH`` (so local Ray workers see them too) and
+sets ``HF_HUB_OFFLINE=1``. The builders follow OpenRLHF's own test
 trick (``RemoteExperienceMaker.__new__`` with a namespace ``args``) so the real methods run
 without Ray actor groups or GPUs.
 """
@@ -18,16 +20,19 @@ from typing import Any
 STUBS = Path(__file__).resolve().parent / "stubs"
 REPO = Path(__file__).resolve().parents[4]
 TESTS = Path(__file__).resolve().parents[1]
+STAND_INS = REPO / "kl_patches" / "experiments" / "cpu" / "stand_ins"
+"""The package's stand-ins: ``flash_attn`` is taken from there (``vllm`` from ./stubs)."""
 
 
 def activate() -> None:
     """Stand-ins on sys.path; stand-ins, repo and tests on PYTHONPATH (Ray workers); no hub."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if str(STUBS) not in sys.path:
-        sys.path.insert(0, str(STUBS))
+    for folder in (STAND_INS, STUBS):  # ./stubs first
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    for extra in (str(REPO), str(TESTS), str(STUBS)):
+    for extra in (str(REPO), str(TESTS), str(STAND_INS), str(STUBS)):
         if extra not in parts:
             parts.insert(0, extra)
     os.environ["PYTHONPATH"] = os.pathsep.join(parts)

@@ -1,4 +1,4 @@
-"""vLLM stand-in: ``random_uuid`` (tests only)."""
+"""vLLM stand-in: ``random_uuid`` (the CPU trial only)."""
 
 import uuid
 

@@ -1,4 +1,4 @@
-"""The ``hfcpu`` rollout backend (test-only): generation with transformers in a Ray actor.
+"""The ``hfcpu`` rollout backend (the CPU trial only): generation with transformers in a Ray actor.
 
 verl 0.9.1 registers only vLLM, SGLang and TRT-LLM rollouts, all GPU servers; its
 ``HFRollout`` is no longer reachable. This backend has the three parts verl's trainer talks to:
@@ -22,7 +22,7 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
-SERVER_NAME = "kl_e2e_hfcpu_server_{}"
+SERVER_NAME = "kl_patches_hfcpu_server_{}"
 
 
 class HFServer:

@@ -1,4 +1,4 @@
-"""vLLM stand-in: ``PyNcclCommunicator`` broadcasting with gloo on CPU (tests only)."""
+"""vLLM stand-in: ``PyNcclCommunicator`` broadcasting with gloo on CPU (the CPU trial only)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ class PyNcclCommunicator:
     def __init__(self, group: Any, device: Any = None) -> None:
         import torch.distributed as dist
 
-        prefix = dist.PrefixStore("kl_e2e_weight_sync", group.store)
+        prefix = dist.PrefixStore("kl_patches_cpu_weight_sync", group.store)
         self.group = dist.ProcessGroupGloo(
             prefix, group.rank, group.world_size, timedelta(seconds=300)
         )
@@ -24,4 +24,4 @@ class PyNcclCommunicator:
         options = dist.BroadcastOptions()
         options.rootRank = src
         options.rootTensor = 0
-        self.group.broadcast([tensor], options).wait()
+        self.group.broadcast([tensor], options).wait()  # type: ignore[attr-defined]

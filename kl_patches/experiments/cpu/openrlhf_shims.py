@@ -1,5 +1,6 @@
-"""OpenRLHF on a CPU (test-only): installed in every process of a run by the start-up hook
-(``startup/sitecustomize.py``).
+"""OpenRLHF on a CPU, for the CPU trial only: installed in every process of a
+``kl-patches smoke openrlhf`` run (and of the end-to-end tests) by a ``sitecustomize`` on
+``PYTHONPATH`` (:mod:`.startup`), never in a real run.
 
 OpenRLHF 0.11.x assumes CUDA devices in its Ray actors. Without changing OpenRLHF this supplies:
 
@@ -13,13 +14,11 @@ OpenRLHF 0.11.x assumes CUDA devices in its Ray actors. Without changing OpenRLH
   (its ``torch_adam`` option) instead of FusedAdam: both are C++ ops JIT-compiled on a CPU
   accelerator (minutes on two cores, and a lock file a killed run leaves behind);
 * the replay buffer's target device on the CPU (``trainer/ppo_utils/replay_buffer.py:40``
-  builds ``cuda:<current device>``);
-* the test's recorder (:mod:`.openrlhf_record`) when ``KL_E2E_RECORD`` names a directory.
+  builds ``cuda:<current device>``).
 
-With the working ``vllm`` stand-in (``openrlhf_stubs/``), the import-only ``flash_attn`` stub
-(``tests/adapters/openrlhf/openrlhf_support/stubs``) on ``PYTHONPATH`` and logical GPUs given
-to Ray (``RAY_OVERRIDE_RESOURCES``), OpenRLHF's own ``train_ppo_ray`` runs. DeepSpeed 0.19.6
-selects its CPU accelerator and gloo by itself.
+With the working ``vllm`` stand-in and the import-only ``flash_attn`` (:mod:`.stand_ins`) on
+``PYTHONPATH`` and logical GPUs given to Ray (``RAY_OVERRIDE_RESOURCES``), OpenRLHF's own
+``train_ppo_ray`` runs. DeepSpeed 0.19.6 selects its CPU accelerator and gloo by itself.
 """
 
 from __future__ import annotations
@@ -39,15 +38,15 @@ class _CpuDevice(str):
 def _cuda_no_ops() -> None:
     import torch
 
-    cuda = torch.cuda
-    if getattr(cuda, "kl_e2e", False):
+    cuda: Any = torch.cuda  # its functions are replaced: typed as a plain object here
+    if getattr(cuda, "kl_patches_cpu", False):
         return
     cuda.set_device = lambda *a, **k: None
     cuda.synchronize = lambda *a, **k: None
     cuda.empty_cache = lambda *a, **k: None
     cuda.current_stream = lambda *a, **k: None
     cuda.current_device = lambda: _CpuDevice("cpu")
-    cuda.kl_e2e = True
+    cuda.kl_patches_cpu = True
 
 
 def _no_shm_op() -> None:
@@ -65,7 +64,7 @@ def _torch_adam() -> None:
     from deepspeed.runtime.engine import DeepSpeedEngine
 
     original = DeepSpeedEngine.get_optimizer_configuration
-    if getattr(original, "kl_e2e", False):
+    if getattr(original, "kl_patches_cpu", False):
         return
 
     @functools.wraps(original)
@@ -73,7 +72,7 @@ def _torch_adam() -> None:
         parameters["torch_adam"] = True
         return original(self, parameters, *args, **kwargs)
 
-    get_optimizer_configuration.kl_e2e = True  # type: ignore[attr-defined]
+    get_optimizer_configuration.kl_patches_cpu = True  # type: ignore[attr-defined]
     DeepSpeedEngine.get_optimizer_configuration = get_optimizer_configuration
 
 
@@ -81,14 +80,14 @@ def _device_mesh() -> None:
     from openrlhf.utils.deepspeed import deepspeed as ds
 
     original = ds.init_device_mesh
-    if getattr(original, "kl_e2e", False):
+    if getattr(original, "kl_patches_cpu", False):
         return
 
     @functools.wraps(original)
     def init_device_mesh(device_type: str, *args: Any, **kwargs: Any) -> Any:
         return original("cpu" if device_type == "cuda" else device_type, *args, **kwargs)
 
-    init_device_mesh.kl_e2e = True  # type: ignore[attr-defined]
+    init_device_mesh.kl_patches_cpu = True  # type: ignore[attr-defined]
     ds.init_device_mesh = init_device_mesh
 
 
@@ -98,7 +97,7 @@ def _replay_buffer_on_cpu() -> None:
 
     for cls in vars(replay_buffer).values():
         init = getattr(cls, "__init__", None)
-        if not isinstance(cls, type) or getattr(init, "kl_e2e", False):
+        if not isinstance(cls, type) or getattr(init, "kl_patches_cpu", False):
             continue
         if "target_device" not in getattr(init, "__code__", compile("", "", "exec")).co_names:
             continue
@@ -109,21 +108,18 @@ def _replay_buffer_on_cpu() -> None:
                 original(self, *args, **kwargs)
                 self.target_device = torch.device("cpu")
 
-            __init__.kl_e2e = True  # type: ignore[attr-defined]
+            __init__.kl_patches_cpu = True  # type: ignore[attr-defined]
             return __init__
 
-        cls.__init__ = make(init)
+        cls.__init__ = make(init)  # type: ignore[misc]
 
 
 def install() -> None:
-    """Install every piece (the OpenRLHF ones when their module is imported)."""
+    """Install every piece (each when the module it changes is imported)."""
     from kl_patches.adapters.delivery import after_import
-
-    from .openrlhf_record import install as install_recorder
 
     after_import(["torch.cuda"], _cuda_no_ops)
     after_import(["deepspeed.comm.torch"], _no_shm_op)
     after_import(["deepspeed.runtime.engine"], _torch_adam)
     after_import(["openrlhf.utils.deepspeed.deepspeed"], _device_mesh)
     after_import(["openrlhf.trainer.ppo_utils.replay_buffer"], _replay_buffer_on_cpu)
-    install_recorder()

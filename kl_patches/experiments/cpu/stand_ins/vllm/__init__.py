@@ -1,4 +1,4 @@
-"""vLLM stand-in for OpenRLHF's CPU end-to-end runs (tests only; see ../README.md)."""
+"""vLLM stand-in for OpenRLHF on a CPU (the CPU trial only; see the ``stand_ins`` docstring)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ class AsyncLLMEngine:
         dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(
             str(getattr(args, "dtype", "float32")), torch.float32
         )
-        self.model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype).eval()
+        path = args.__dict__["model"]  # the engine's keyword arguments, kept as given
+        self.model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).eval()
         self.eos = self.model.config.eos_token_id
         self.generator = torch.Generator().manual_seed(int(getattr(args, "seed", 0)))
         self._worker = self._make_worker(args, dtype)

@@ -1,4 +1,4 @@
-"""vLLM stand-in: ``StatelessProcessGroup``, a rendezvous over a TCPStore (tests only)."""
+"""vLLM stand-in: ``StatelessProcessGroup``, a rendezvous over a TCPStore (the CPU trial only)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vLLM stand-in: ``TokensPrompt`` (tests only)."""
+"""vLLM stand-in: ``TokensPrompt`` (the CPU trial only)."""
 
 
 class TokensPrompt(dict):  # type: ignore[type-arg]

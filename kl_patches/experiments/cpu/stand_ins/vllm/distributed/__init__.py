@@ -1,0 +1,1 @@
+"""vLLM stand-in: the weight-sync group (the CPU trial only)."""

@@ -1,0 +1,1 @@
+"""vLLM stand-in (the CPU trial only)."""

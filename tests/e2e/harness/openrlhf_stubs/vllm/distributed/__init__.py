@@ -1,1 +1,0 @@
-"""vLLM stand-in: the weight-sync group (tests only)."""

@@ -1,1 +1,0 @@
-"""vLLM stand-in (tests only)."""
