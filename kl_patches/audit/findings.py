@@ -59,6 +59,9 @@ LAUNCH_UNREADABLE = "launch_unreadable"
 """One launch of a file with several could not be read (the others are reported)."""
 VERSION_PIN_CONFLICT = "version_pin_conflict"
 """Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
+VERSION_FROM_NAMES = "version_from_names"
+"""No pin says the release; the launch's names select older releases, and it is read as the
+newest of them, while the installed (error) or newest tested (warning) release refuses it."""
 
 CODES = (
     KL_OFF,
@@ -81,6 +84,7 @@ CODES = (
     VERSION_NEWEST_DIFFERS,
     LAUNCH_UNREADABLE,
     VERSION_PIN_CONFLICT,
+    VERSION_FROM_NAMES,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 

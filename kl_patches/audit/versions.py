@@ -18,6 +18,9 @@ library and says which and why. :func:`choose` decides, in this order:
 4. ``installed``: the installed distribution's metadata (the library is not imported);
 5. ``newest``: the newest release the adapter is tested against.
 
+When the installed or newest release refuses the launch (a name it lacks), the audit reads it
+as the newest release whose names accept it instead (``names``, :mod:`kl_patches.audit.names`).
+
 Nothing here knows a library: the releases and the vendored layouts come from each adapter's
 ``semantics`` module through its descriptor. Files are read with the audit's size limits and
 never executed (``setup.py`` is parsed with :mod:`ast`).
@@ -61,8 +64,10 @@ __all__ = [
     "shown_path",
 ]
 
-SOURCES = ("given", "pin", "vendored", "installed", "newest")
-"""Where a version can come from, in the order :func:`choose` tries them."""
+SOURCES = ("given", "pin", "vendored", "names", "installed", "newest")
+"""Where a version can come from, in the order the audit tries them (``names`` is not
+:func:`choose`'s: :mod:`kl_patches.audit.names` tells it from a launch the installed or newest
+release refuses)."""
 
 MAX_LEVELS = 12
 """Directories walked up from the file at most."""
@@ -98,6 +103,7 @@ class VersionChoice:
             "given": "--library-version",
             "pin": "pin",
             "vendored": "vendored copy",
+            "names": "names in the launch",
             "installed": "installed",
             "newest": "newest tested release",
         }[self.source]

@@ -50,7 +50,6 @@ from .versions import (
 COVERS = {
     "verl.kl_off": "kl_off",
     "verl.gdpo_drops_kl": "kl_off",
-    "verl.multi_turn_drops_kl": "kl_off",
     "verl.mismatched_coefficients": "coef_mismatch",
     "verl.mixed_estimators": "mixed_estimators",
     "verl.k3_clamp": "kl_clamp",
@@ -212,7 +211,7 @@ def read(
             findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
     off_policy = bool(reasons)
-    findings += _findings(effective, config, off_policy, sem)
+    findings += _findings(effective, config, off_policy, sem, entry in V1_ENTRIES)
     findings += _entry_findings(entry, trainer_facts, effective, assumed)
     findings += _other_kl_findings(s, extra)
     if any(f.code in DROPS_REWARD_KL for f in findings):
@@ -549,10 +548,16 @@ def _loss_only(s: dict[str, Any], sem: VerlSemantics) -> KLConfig | None:
 
 DROPS_REWARD_KL = (
     "verl.gdpo_drops_kl",
-    "verl.multi_turn_drops_kl",
     "verl.entry_drops_reward_kl",
 )
-"""Findings after which the reward-side KL never reaches the advantage."""
+"""Findings after which the reward-side KL never reaches the advantage (multi-turn GRPO's
+``verl.multi_turn_drops_kl`` is not one: each trajectory's final output keeps its reward KL)."""
+
+V1_ENTRIES = (None, "verl.trainer.main_ppo")
+"""Entries that run verl's v1 trainer when ``trainer.use_v1`` is on (its multi-trajectory
+GRPO, ``v1/utils.py:148``); the asynchronous and one-step-off trainers compute advantages with
+``SeparateRayPPOTrainer._fit_compute_advantage`` (``experimental/separation/ray_trainer.py:
+591``), every output with its own reward KL."""
 
 DROPS_LOSS_KL = ("verl.entry_drops_loss_kl",)
 """Findings after which the loss-side KL never reaches the actor's loss."""
@@ -682,7 +687,7 @@ def _fix_text(s: dict[str, Any]) -> str:
 
 
 def _findings(
-    s: dict[str, Any], config: KLConfig, off_policy: bool, sem: VerlSemantics
+    s: dict[str, Any], config: KLConfig, off_policy: bool, sem: VerlSemantics, v1: bool = True
 ) -> list[Finding]:
     reward, loss = reward_side(s), loss_side(s)
     adv = str(s["algorithm.adv_estimator"])
@@ -722,14 +727,16 @@ def _findings(
             )
         )
     multi_turn = bool(s["actor_rollout_ref.rollout.multi_turn.enable"])
-    if reward.on and multi_turn and adv == "grpo" and bool(s["trainer.use_v1"]):
+    if reward.on and multi_turn and adv == "grpo" and v1 and bool(s["trainer.use_v1"]):
         out.append(
             Finding(
                 "verl.multi_turn_drops_kl",
                 "error",
                 "Multi-turn GRPO in verl's v1 trainer computes the advantage from the final "
-                "output of each trajectory only and broadcasts it, so the reward KL of the "
-                "earlier outputs of a trajectory is dropped.",
+                "output of each trajectory only and broadcasts it (v1/utils.py:148), so the "
+                "reward KL reaches the advantage through each trajectory's final output only: "
+                "that of its earlier outputs is dropped. The reading keeps the reward side as "
+                "set (it is what the final output gets).",
                 fix="algorithm.adv_estimator=rloo, or one output per trajectory",
             )
         )
