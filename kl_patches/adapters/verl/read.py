@@ -28,6 +28,7 @@ from .entries import NOT_REFERENCE_KL, facts
 from .history import RELEASES
 from .keysets import CONFIGS
 from .semantics import VerlSemantics, semantics, vendored_sign_bug
+from .vendored import read_code
 from .translate import (
     from_config,
     loss_side,
@@ -194,6 +195,9 @@ def read(
         findings += key_findings
     promoted = any(f.code == "verl.version_newer_code" for f in findings)
     findings += _version_findings(sem, entry, version_file, promoted)
+    if version_file:
+        sem, code_findings = _vendored_rules(sem, version_file)
+        findings += code_findings
     s = _settings(_merged_flat(source, base, defaults), sem)
     extra = _extra(source, base)
     effective = _effective(s, sem)
@@ -414,6 +418,41 @@ def _version_findings(
     return out
 
 
+_GATE_TEXT = {
+    "use_kl_in_reward": "runs the reward KL under algorithm.use_kl_in_reward",
+    "not_use_kl_loss": "runs the reward KL whenever actor.use_kl_loss is off",
+    "always": "always runs the reward KL",
+    "never": "never runs the reward KL (no apply_kl_penalty call)",
+}
+
+
+def _vendored_rules(sem: VerlSemantics, version_file: str) -> tuple[VerlSemantics, list[Finding]]:
+    """``sem`` with the reward gate and the KL loss the vendored copy's code has (see
+    :mod:`.vendored`), and a finding when they differ from its version file's release."""
+    code = read_code(version_file)
+    changes: dict[str, Any] = {}
+    said: list[str] = []
+    if code.reward_gate is not None and code.reward_gate != sem.reward_gate:
+        changes["reward_gate"] = code.reward_gate
+        said.append(f"its trainer {_GATE_TEXT[code.reward_gate]} ({code.reward_where})")
+    if code.kl_loss is not None and code.kl_loss != sem.kl_loss:
+        changes["kl_loss"] = code.kl_loss
+        said.append(
+            f"its actor {'has' if code.kl_loss else 'has no'} the KL loss "
+            f"(use_kl_loss, {code.kl_loss_where})"
+        )
+    if not changes:
+        return sem, []
+    finding = Finding(
+        "verl.vendored_code",
+        "warning",
+        f"This vendored verl says {sem.version} but its code differs from verl {sem.release} "
+        f"in the KL rules: {'; '.join(said)}. It was taken from verl's main branch between "
+        "tags (or changed by the project); the launch is read with the copy's own rules.",
+    )
+    return dataclasses.replace(sem, **changes), [finding]
+
+
 def _version_or_zero(text: str) -> Version:
     try:
         return Version(text)
@@ -457,6 +496,8 @@ def _effective(s: dict[str, Any], sem: VerlSemantics) -> dict[str, Any]:
         out[ACTOR + "use_kl_loss"] = False
     if sem.reward_gate == "always":
         out["algorithm.use_kl_in_reward"] = True
+    elif sem.reward_gate == "never":
+        out["algorithm.use_kl_in_reward"] = False
     elif sem.reward_gate == "not_use_kl_loss":
         out["algorithm.use_kl_in_reward"] = not bool(out[ACTOR + "use_kl_loss"])
     if sem.loss_aggregation_fixed is not None:
