@@ -191,3 +191,66 @@ def test_multi_turn_grpo_with_both_placements_keeps_the_reward_kl(
     (found,) = audit(root / "run.sh", version="verl=0.9.1")
     assert _kl(found) == (("k1", pytest.approx(0.001)), ("k3", pytest.approx(0.001)))
     assert ("verl.multi_turn_drops_kl" in _codes(found)) is dropped
+
+
+# ----------------------------------------------------------------------------- Python helpers
+HELPER_SCRIPT = '''\
+import verifiers as vf
+from trl import GRPOConfig
+
+
+def grpo_defaults(run_name: str, beta: float = 0.02, **kwargs) -> GRPOConfig:
+    args = GRPOConfig(output_dir=f"outputs/{run_name}", run_name=run_name, beta=beta,
+                      num_generations=8, per_device_train_batch_size=8)
+    args.learning_rate = 1e-6
+    return args
+
+
+def main():
+    training_args = grpo_defaults(run_name="math", num_iterations=1)
+    trainer = vf.GRPOTrainer(model="m", env=None, reward_funcs=[], args=training_args)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+"""verifiers' examples: a helper builds the GRPOConfig, ``vf.GRPOTrainer`` takes it."""
+
+SUBCLASS_SCRIPT = '''\
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig, GRPOTrainer, TrlParser
+
+
+@dataclass
+class ProjectGRPOConfig(GRPOConfig):
+    beta: float = field(default=0.001, metadata={"help": "KL coefficient"})
+    num_iterations: int = 2
+    reward_scale: float = 1.0
+
+
+@dataclass
+class LongerConfig(ProjectGRPOConfig):
+    max_completion_length: int = 4096
+
+
+args = LongerConfig(output_dir="out", learning_rate=1e-6)
+trainer = GRPOTrainer(model="m", reward_funcs=[], args=args)
+'''
+"""A project's own GRPOConfig subclass (twice removed) with class-level KL defaults."""
+
+
+def test_a_grpo_config_built_by_a_helper_is_read(tmp_path: Path) -> None:
+    root = _repo(tmp_path, {"train.py": HELPER_SCRIPT})
+    (entry,) = audit(root / "train.py", version="trl=1.16.0")
+    # the helper's own default beta=0.02 (not TRL 1.16's 0.0), k3 in the loss
+    assert _kl(entry) == (None, ("k3", pytest.approx(0.02)))
+    assert entry.reading.settings.get("learning_rate") in (None, 1e-6)
+
+
+def test_a_grpo_config_subclass_is_read_with_its_defaults(tmp_path: Path) -> None:
+    root = _repo(tmp_path, {"train.py": SUBCLASS_SCRIPT})
+    (entry,) = audit(root / "train.py", version="trl=1.16.0")
+    assert _kl(entry) == (None, ("k3", pytest.approx(0.001)))
+    assert entry.reading.off_policy and "num_iterations=2" in entry.reading.off_policy_reason
