@@ -74,8 +74,8 @@ class AuditEntry:
     library_version: str | None = None
     """The library version the launch was read as (see :mod:`kl_patches.audit.versions`)."""
     version_source: str = ""
-    """Why that version: ``given``, ``pin``, ``vendored``, ``names`` (told from the launch's names), ``installed``, ``newest`` (``object``
-    for a reading an adapter produced itself)."""
+    """Why that version: ``given``, ``pin``, ``vendored``, ``names`` (told from the launch's
+    names), ``installed``, ``newest`` (``object`` for a reading an adapter produced itself)."""
     version_where: str = ""
     """What said so: ``--library-version``, the pin's ``path:line`` and specifier, the vendored
     version file, the package metadata."""

@@ -362,7 +362,9 @@ class _Reader:
             a.arg: d for a, d in zip(positional[::-1], fn.args.defaults[::-1], strict=False)
         }
         defaults |= {
-            a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None
+            a.arg: d
+            for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+            if d is not None
         }
         for k, param in enumerate([*positional, *fn.args.kwonlyargs]):
             name = param.arg

@@ -52,7 +52,7 @@ def _codes(entry: AuditEntry) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- vendored verl
-TRAINER_COMMENTED = '''\
+TRAINER_COMMENTED = """\
 def apply_kl_penalty(data, kl_ctrl, kl_penalty="kl"):
     return data, {}
 
@@ -67,10 +67,10 @@ class RayPPOTrainer:
             #     metrics.update(kl_metrics)
             # else:
             batch.batch["token_level_rewards"] = batch.batch["token_level_scores"]
-'''
-"""rllm's vendored ``verl/trainer/ppo/ray_trainer.py`` (version file 0.1): the call commented out."""
+"""
+"""rllm's vendored ``ray_trainer.py`` (version file 0.1): the reward call commented out."""
 
-TRAINER_IN_REWARD = '''\
+TRAINER_IN_REWARD = """\
 class RayPPOTrainer:
     def fit(self):
         for batch in self.train_dataloader:
@@ -80,16 +80,16 @@ class RayPPOTrainer:
                 metrics.update(kl_metrics)
             else:
                 batch.batch["token_level_rewards"] = batch.batch["token_level_scores"]
-'''
+"""
 """A main-branch snapshot past PR #644 whose version file still says 0.2.0.dev."""
 
-ACTOR_WITH_KL_LOSS = '''\
+ACTOR_WITH_KL_LOSS = """\
 class DataParallelPPOActor:
     def update_policy(self, data):
         if self.config.use_kl_loss:
             kl_loss = masked_mean(kld, response_mask)
             policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef
-'''
+"""
 
 VERL_GRPO = """\
 set -x
@@ -194,7 +194,7 @@ def test_multi_turn_grpo_with_both_placements_keeps_the_reward_kl(
 
 
 # ----------------------------------------------------------------------------- Python helpers
-HELPER_SCRIPT = '''\
+HELPER_SCRIPT = """\
 import verifiers as vf
 from trl import GRPOConfig
 
@@ -214,10 +214,10 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 """verifiers' examples: a helper builds the GRPOConfig, ``vf.GRPOTrainer`` takes it."""
 
-SUBCLASS_SCRIPT = '''\
+SUBCLASS_SCRIPT = """\
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig, GRPOTrainer, TrlParser
@@ -237,7 +237,7 @@ class LongerConfig(ProjectGRPOConfig):
 
 args = LongerConfig(output_dir="out", learning_rate=1e-6)
 trainer = GRPOTrainer(model="m", reward_funcs=[], args=args)
-'''
+"""
 """A project's own GRPOConfig subclass (twice removed) with class-level KL defaults."""
 
 

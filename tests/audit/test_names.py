@@ -131,12 +131,19 @@ def test_flat_openrlhf_flags_are_read_as_the_newest_release_that_has_them(tmp_pa
 def test_the_old_k3_switch_selects_the_releases_before_its_removal(tmp_path: Path) -> None:
     entry = _one(_repo(tmp_path, {"run.sh": OPENRLHF_K3_SWITCH}) / "run.sh")
     accepting = flagsets.releases_accepting(
-        {"init_kl_coef", "use_kl_loss", "use_kl_estimator_k3", "advantage_estimator",
-         "n_samples_per_prompt"}  # fmt: skip
+        {
+            "init_kl_coef",
+            "use_kl_loss",
+            "use_kl_estimator_k3",
+            "advantage_estimator",
+            "n_samples_per_prompt",
+        }
     )
     assert entry.library_version == accepting[-1] and entry.version_source == "names"
     assert _kl(entry) == ("k3", "loss", pytest.approx(0.01))
-    assert "--use_kl_estimator_k3 -> --algo.kl.estimator k3" in _finding(entry, VERSION_FROM_NAMES)[2]
+    assert (
+        "--use_kl_estimator_k3 -> --algo.kl.estimator k3" in _finding(entry, VERSION_FROM_NAMES)[2]
+    )
 
 
 def test_the_installed_release_refusing_the_launch_is_an_error(

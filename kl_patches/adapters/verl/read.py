@@ -28,7 +28,6 @@ from .entries import NOT_REFERENCE_KL, facts
 from .history import RELEASES
 from .keysets import CONFIGS
 from .semantics import VerlSemantics, semantics, vendored_sign_bug
-from .vendored import read_code
 from .translate import (
     from_config,
     loss_side,
@@ -38,6 +37,7 @@ from .translate import (
     settings_of,
     to_overrides,
 )
+from .vendored import read_code
 from .versions import (
     ACTOR,
     AGG_FROM_VERL,

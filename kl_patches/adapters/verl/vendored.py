@@ -75,10 +75,10 @@ def _calls(tree: ast.AST, name: str) -> list[tuple[ast.Call, list[tuple[ast.If, 
                 out.append((node, list(ifs)))
         if isinstance(node, ast.If):
             visit(node.test, ifs)
-            for child in node.body:
-                visit(child, [*ifs, (node, False)])
-            for child in node.orelse:
-                visit(child, [*ifs, (node, True)])
+            for stmt in node.body:
+                visit(stmt, [*ifs, (node, False)])
+            for stmt in node.orelse:
+                visit(stmt, [*ifs, (node, True)])
             return
         for child in ast.iter_child_nodes(node):
             visit(child, ifs)
@@ -137,5 +137,9 @@ def read_code(version_file: str) -> VendoredCode:
         )
         notes = [note]
     return VendoredCode(
-        gate, where, kl_loss, str(actor) if kl_loss is not None else "", tuple(n for n in notes if n)
+        gate,
+        where,
+        kl_loss,
+        str(actor) if kl_loss is not None else "",
+        tuple(n for n in notes if n),
     )
