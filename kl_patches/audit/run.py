@@ -179,8 +179,8 @@ def _with_version(inp: AuditInput, choice: VersionChoice) -> AuditInput:
     context["version"] = choice.version
     if choice.snapshot:
         context["version_snapshot"] = True
-    if choice.source == "vendored" and choice.where:
-        context["version_file"] = choice.where
+    if choice.copy:
+        context["version_file"] = choice.copy
     return dataclasses.replace(inp, context=context, version=choice.version)
 
 

@@ -96,6 +96,10 @@ class VersionChoice:
     """What detection could not use (a pin that allows no recorded release, ...)."""
     conflict: str = ""
     """Two pins of one file that no single release satisfies, named (empty when none)."""
+    copy: str = ""
+    """The version file of a vendored copy above the launch whose code runs it: the vendored
+    source's own file, or, for a given version, the copy stating that same version (its code
+    is read for the rules its version file does not tell; empty when none)."""
 
     def describe(self) -> str:
         """``0.18.0 (pin: setup.py:12 trl[vllm]==0.18.0)`` for the report."""
@@ -385,6 +389,22 @@ def _position(where: str) -> tuple[str, int]:
     return (path, int(line)) if line.isdigit() else (where, 0)
 
 
+def _same_copy(library: str, path: str | Path | None, given: str) -> str:
+    """The version file of the vendored copy above ``path`` when it states ``given`` (its
+    public part: ``0.1+vendored`` is the copy saying 0.1), else empty: a given version that is
+    the copy's own is read with the copy's code too."""
+    if path is None:
+        return ""
+    found = _vendored(Path(path).resolve().parent, library, [])
+    if found is None:
+        return ""
+    try:
+        same = Version(found[0]).public == Version(given).public
+    except InvalidVersion:
+        return ""
+    return shown_path(found[1]) if same else ""
+
+
 def choose(
     library: str,
     path: str | Path | None = None,
@@ -402,7 +422,7 @@ def choose(
         try:
             Version(text)
             return VersionChoice(library, text, "given", "--library-version",
-                                 snapshot=_snapshot(text))  # fmt: skip
+                                 snapshot=_snapshot(text), copy=_same_copy(library, path, text))  # fmt: skip
         except InvalidVersion:
             found = _from_spec(library, text, "--library-version", "given")
             if found is None:
@@ -444,7 +464,7 @@ def choose(
             try:
                 Version(version)
                 return VersionChoice(library, version, "vendored", where, snapshot=True,
-                                     notes=tuple(notes))  # fmt: skip
+                                     notes=tuple(notes), copy=where)  # fmt: skip
             except InvalidVersion:
                 notes.append(f"{where}: {version!r} is not a version")
     try:

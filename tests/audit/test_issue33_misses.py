@@ -140,6 +140,11 @@ def test_a_vendored_trainer_without_the_reward_call_drops_the_reward_kl(tmp_path
         "verl/workers/actor/dp_actor.py": ACTOR_WITH_KL_LOSS,
     }}) / "ppo.sh")  # fmt: skip
     assert _kl(copy) == (None, None) and "verl.vendored_code" in _codes(copy)
+    # --library-version naming the copy's own version reads its code too; another one does not
+    (given,) = audit(tmp_path / "c" / "repo" / "ppo.sh", version="verl=0.1+vendored")
+    assert _kl(given) == (None, None) and "verl.vendored_code" in _codes(given)
+    (other,) = audit(tmp_path / "c" / "repo" / "ppo.sh", version="verl=0.3.0")
+    assert _kl(other)[0] is not None and "verl.vendored_code" not in _codes(other)
 
 
 def test_a_vendored_snapshot_gating_on_use_kl_in_reward_is_read_so(tmp_path: Path) -> None:
