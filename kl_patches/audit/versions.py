@@ -421,8 +421,9 @@ def choose(
     if text:
         try:
             Version(text)
+            copy = _same_copy(library, path, text)
             return VersionChoice(library, text, "given", "--library-version",
-                                 snapshot=_snapshot(text), copy=_same_copy(library, path, text))  # fmt: skip
+                                 snapshot=_snapshot(text), copy=copy)  # fmt: skip
         except InvalidVersion:
             found = _from_spec(library, text, "--library-version", "given")
             if found is None:
