@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kl_patches.audit import AuditEntry, audit
+from kl_patches.audit import AuditEntry, AuditError, audit
 from kl_patches.audit import versions as audit_versions
 
 
@@ -259,3 +259,23 @@ def test_a_grpo_config_subclass_is_read_with_its_defaults(tmp_path: Path) -> Non
     (entry,) = audit(root / "train.py", version="trl=1.16.0")
     assert _kl(entry) == (None, ("k3", pytest.approx(0.001)))
     assert entry.reading.off_policy and "num_iterations=2" in entry.reading.off_policy_reason
+
+
+# ----------------------------------------------------------------------------- OpenRLHF forks
+FORK_LAUNCH = """\
+python3 -m openrlhf.cli.train_ppo_ray --pretrain m --advantage_estimator group_norm \\
+    --n_samples_per_prompt 8 --init_kl_coef 0.0001 --rollout_batch_size 64 --train_batch_size 64
+"""
+"""R1-Searcher's scripts: its 0.5.5.post2 fork takes ``group_norm``, which 0.5.5.post2 refuses."""
+
+
+def test_a_fork_taking_a_later_choice_is_read_as_the_release_that_has_it(tmp_path: Path) -> None:
+    copy = {"openrlhf/__init__.py": '__version__ = "0.5.5.post2"\n'}
+    root = _repo(tmp_path, {**copy, "scripts/train.sh": FORK_LAUNCH})
+    (entry,) = audit(root / "scripts" / "train.sh")  # the vendored copy: a snapshot
+    assert entry.version_source == "vendored"
+    assert _kl(entry) == (("k1", pytest.approx(1e-4)), None)
+    (found,) = [f for f in entry.findings if f.code == "openrlhf.version_newer_code"]
+    assert "group_norm" in found.message
+    with pytest.raises(AuditError, match="invalid choice: 'group_norm'"):
+        audit(root / "scripts" / "train.sh", version="openrlhf=0.5.5.post2")  # the release
