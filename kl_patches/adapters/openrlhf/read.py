@@ -320,7 +320,7 @@ def off_policy_reasons(settings: dict[str, object]) -> list[str]:
 
 
 def _promote_choice(
-    argv: list[str],
+    argv: Sequence[str],
     sem: OpenRLHFSemantics,
     module: str,
     later: list[str],
