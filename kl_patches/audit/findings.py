@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from kl_patches import adapters
 from kl_patches.adapters.base import NativeReading
 from kl_patches.audit.model import AuditFinding, AuditInput
+from kl_patches.audit.shell.vocabulary import PLACEHOLDER_LABEL
 from kl_patches.config import KLConfig
 from kl_patches.theory import Verdict, recommended
 
@@ -62,6 +63,9 @@ VERSION_PIN_CONFLICT = "version_pin_conflict"
 VERSION_FROM_NAMES = "version_from_names"
 """No pin says the release; the launch's names select older releases, and it is read as the
 newest of them, while the installed (error) or newest tested (warning) release refuses it."""
+TEMPLATE_PLACEHOLDER = "template_placeholder"
+"""The file is a template with ``VAR=<PATH>`` placeholders, which bash cannot run (a warning
+when an option of the launch takes its value from one)."""
 
 CODES = (
     KL_OFF,
@@ -85,6 +89,7 @@ CODES = (
     LAUNCH_UNREADABLE,
     VERSION_PIN_CONFLICT,
     VERSION_FROM_NAMES,
+    TEMPLATE_PLACEHOLDER,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -232,7 +237,38 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "audit",
             )
         )
-    relevant = [(k, v) for k, v in inp.unknown_items if not k or _relevant(k, reading)]
+    placeholders = [(k, v) for k, v in inp.unknown_items if PLACEHOLDER_LABEL in v]
+    elsewhere = [n.split(" (bash reads")[0] for n in inp.notes if f"is {PLACEHOLDER_LABEL}" in n]
+    if placeholders:
+        out.append(
+            AuditFinding(
+                TEMPLATE_PLACEHOLDER,
+                "warning",
+                "; ".join(f"{k or 'an argument'} comes from {v}" for k, v in placeholders)
+                + ": the file is a template (bash reads '<' as a redirection and cannot run it as "
+                "written); the audit reads each such option at the library's default.",
+                "replace the placeholder with the value you run with",
+                "audit",
+            )
+        )
+    elif elsewhere:
+        out.append(
+            AuditFinding(
+                TEMPLATE_PLACEHOLDER,
+                "info",
+                "The file is a template: "
+                + "; ".join(elsewhere)
+                + ". Bash reads '<' as a redirection and cannot run it as written; no option of "
+                "this launch takes its value from a placeholder.",
+                "replace the placeholder with the value you run with",
+                "audit",
+            )
+        )
+    relevant = [
+        (k, v)
+        for k, v in inp.unknown_items
+        if (not k or _relevant(k, reading)) and PLACEHOLDER_LABEL not in v
+    ]
     if relevant:
         out.append(
             AuditFinding(
@@ -256,8 +292,8 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 BRANCH_DEPENDENT,
                 "info",
                 f"This launch runs only in some branches ({', '.join(inp.branch)}) of tests the "
-                "audit cannot decide (they depend on command output or files); every branch is "
-                "read and reported.",
+                "audit cannot decide (they depend on command output, files, the node or the "
+                "script's arguments: see the notes); every branch is read and reported.",
                 "",
                 "audit",
             )
