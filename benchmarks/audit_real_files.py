@@ -304,7 +304,29 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
     path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
     for sib in item.get("siblings", []):
         materialise(gdir, item["commit"], sib["path"], sib["blob"], target)
+    for extra in vendored_code(item):
+        try:
+            materialise(gdir, item["commit"], extra, None, target)
+        except MirrorError:
+            continue  # the copy lacks it: the audit then reads the release's rules
     return path
+
+
+VENDORED_CODE = ("version/version", "trainer/ppo/ray_trainer.py", "workers/actor/dp_actor.py")
+"""Files of a vendored verl copy that the audit reads (its version file, the trainer whose
+apply_kl_penalty call gates the reward KL, the actor with the KL loss): a user's checkout has
+them, so the scorer writes them beside the launch (issue 33)."""
+
+
+def vendored_code(item: dict[str, Any]) -> list[str]:
+    """Repository paths of the vendored verl copy's files the audit reads (empty when the pin
+    is not a vendored verl's version file)."""
+    where = str((item.get("pin") or {}).get("where", ""))
+    own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
+    if item["library"] != "verl" or own or not where.endswith("verl/version/version"):
+        return []
+    package = where.removesuffix("version/version")
+    return [package + rel for rel in VENDORED_CODE]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,6 +189,7 @@ JOBS: dict[str, tuple[str, bool]] = {
     "launcher_payload": (".launch:launcher_payload", True),
     "releases": (".semantics:releases", False),
     "vendored_version": (".semantics:vendored_version", False),
+    "renames": (".translate:renames", False),
     "semantics": (".semantics:semantics", False),
 }
 """The functions every adapter folder provides by convention: job -> (where, relative to the
@@ -211,7 +212,10 @@ adapter's package, and whether it is required).
   covers, ascending (the audit reads a range pin as the newest it allows);
 * ``semantics.vendored_version(directory) -> (version, file) | None``: a copy of the library
   inside ``directory`` (a vendored checkout) and the version it states;
-* ``semantics.semantics(version)``: what a launch means in that release (the reader calls it).
+* ``semantics.semantics(version)``: what a launch means in that release (the reader calls it);
+* ``translate.renames(payload, release) -> tuple[str, ...]``: ``old -> new`` for each name of a
+  launch's payload that ``release`` knows under another name (the audit's advice when the
+  release refuses a launch written for another one).
 """
 
 
@@ -347,6 +351,14 @@ class AdapterDescriptor:
             return None
         found: tuple[str, str] | None = fn(directory)
         return found
+
+    def renames(self, payload: Any, release: str) -> tuple[str, ...]:
+        """``old -> new`` for the names of ``payload`` that ``release`` spells differently
+        (empty when the adapter knows no renames)."""
+        fn = self.function("renames")
+        if fn is None:
+            return ()
+        return tuple(fn(payload, release))
 
     @property
     def reads_config_files(self) -> bool:

@@ -60,6 +60,9 @@ LAUNCH_UNREADABLE = "launch_unreadable"
 """One launch of a file with several could not be read (the others are reported)."""
 VERSION_PIN_CONFLICT = "version_pin_conflict"
 """Two pins of one dependency file that no single release satisfies (pip refuses the file)."""
+VERSION_FROM_NAMES = "version_from_names"
+"""No pin says the release; the launch's names select older releases, and it is read as the
+newest of them, while the installed (error) or newest tested (warning) release refuses it."""
 TEMPLATE_PLACEHOLDER = "template_placeholder"
 """The file is a template with ``VAR=<PATH>`` placeholders, which bash cannot run (a warning
 when an option of the launch takes its value from one)."""
@@ -85,6 +88,7 @@ CODES = (
     VERSION_NEWEST_DIFFERS,
     LAUNCH_UNREADABLE,
     VERSION_PIN_CONFLICT,
+    VERSION_FROM_NAMES,
     TEMPLATE_PLACEHOLDER,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""

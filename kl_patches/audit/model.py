@@ -74,8 +74,8 @@ class AuditEntry:
     library_version: str | None = None
     """The library version the launch was read as (see :mod:`kl_patches.audit.versions`)."""
     version_source: str = ""
-    """Why that version: ``given``, ``pin``, ``vendored``, ``installed``, ``newest`` (``object``
-    for a reading an adapter produced itself)."""
+    """Why that version: ``given``, ``pin``, ``vendored``, ``names`` (told from the launch's
+    names), ``installed``, ``newest`` (``object`` for a reading an adapter produced itself)."""
     version_where: str = ""
     """What said so: ``--library-version``, the pin's ``path:line`` and specifier, the vendored
     version file, the package metadata."""
@@ -84,6 +84,23 @@ class AuditEntry:
     def kl_on(self) -> bool:
         """True when some KL term reaches the gradient."""
         return self.reading.config.has_reward or self.reading.config.has_loss
+
+    @property
+    def refused(self) -> bool:
+        """True when the library refuses to start the launch as the audit reads it: an error
+        finding that names refused keys/flags/fields (``*_rejected``), an entry point the
+        release lacks (``*_not_in_version``), or the installed release refusing a launch told
+        to be for another (``version_from_names``). The reading then shows what would run
+        once the refused names are deleted, not what runs."""
+        return any(
+            f.severity == "error"
+            and (
+                f.code.endswith("_rejected")
+                or f.code.endswith("_not_in_version")
+                or f.code == "version_from_names"
+            )
+            for f in self.findings
+        )
 
     @property
     def fails_strict(self) -> bool:

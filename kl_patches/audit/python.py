@@ -155,6 +155,8 @@ class _Reader:
         self.notes: list[str] = []
         self.steps = 0
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.config_defaults: dict[str, dict[str, Any]] = {}
+        """Config subclass defined in the script -> the field defaults it sets."""
 
     # ------------------------------------------------------------------ walking
     def _tick(self) -> None:
@@ -272,6 +274,11 @@ class _Reader:
         )
         for base in node.bases:
             name = _dotted(base).rsplit(".", 1)[-1]
+            if name in self.configs:  # a project's config dataclass extending GRPOConfig
+                self.configs[node.name] = self.configs[name]
+                inherited = self.config_defaults.get(name, {})
+                self.config_defaults[node.name] = {**inherited, **self._fields(node, env)}
+                return
             if name in self.trainers:
                 lib, label = self.trainers[name]
                 self.subclasses[node.name] = (lib, label, methods)
@@ -284,6 +291,31 @@ class _Reader:
                 lib, label = self.kl_imports[name]
                 self.subclasses[node.name] = (lib, label, methods)
                 return
+
+    def _fields(self, node: ast.ClassDef, env: dict[str, Any]) -> dict[str, Any]:
+        """The class-level defaults a config subclass sets (``beta: float = 0.0``, or
+        ``field(default=0.0, ...)``); a default the reader cannot compute is unknown."""
+        out: dict[str, Any] = {}
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                target, value = item.target.id, item.value
+            elif (
+                isinstance(item, ast.Assign)
+                and len(item.targets) == 1
+                and isinstance(item.targets[0], ast.Name)
+            ):
+                target, value = item.targets[0].id, item.value
+            else:
+                continue
+            if value is None:
+                continue
+            if isinstance(value, ast.Call) and _dotted(value.func).rsplit(".", 1)[-1] == "field":
+                given = {kw.arg: kw.value for kw in value.keywords if kw.arg}
+                if "default" not in given:
+                    continue  # default_factory or none: the parent's default stands
+                value = given["default"]
+            out[target] = self.expr(value, env)
+        return out
 
     def _bind(self, target: ast.expr, value: Any, env: dict[str, Any], source: ast.expr) -> None:
         if isinstance(target, ast.Name):
@@ -310,16 +342,40 @@ class _Reader:
                         obj.unresolved.remove(target.attr)
 
     def _function(
-        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Any], args: list[Any]
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        env: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        """Read ``fn``'s body with its parameters bound as a call binds them: positional
+        ``args``, then ``kwargs`` by name, then the parameter's default (a helper such as
+        ``def make_config(beta=0.04): return GRPOConfig(beta=beta)``); anything else unknown."""
         if getattr(fn, "_kl_reading", False):
             return _Unknown(f"{fn.name}() (recursive)")
         fn._kl_reading = True  # type: ignore[union-attr]
         fn._kl_read = True  # type: ignore[union-attr]
         local = dict(env)
-        params = [a.arg for a in fn.args.args]
-        for k, name in enumerate(params):
-            local[name] = args[k] if k < len(args) else _Unknown(f"argument {name}")
+        kwargs = kwargs or {}
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        defaults: dict[str, ast.expr] = {
+            a.arg: d for a, d in zip(positional[::-1], fn.args.defaults[::-1], strict=False)
+        }
+        defaults |= {
+            a.arg: d
+            for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+            if d is not None
+        }
+        for k, param in enumerate([*positional, *fn.args.kwonlyargs]):
+            name = param.arg
+            if k < len(args) and k < len(positional):
+                local[name] = args[k]
+            elif name in kwargs:
+                local[name] = kwargs[name]
+            elif name in defaults:
+                local[name] = self.expr(defaults[name], env)
+            else:
+                local[name] = _Unknown(f"argument {name}")
         try:
             self.block(fn.body, local)
         finally:
@@ -586,6 +642,7 @@ class _Reader:
                 return tuple(parsed) if len(parsed) != 1 else parsed[0]
         if short in self.configs:
             lib, label = self.configs[short]
+            kwargs = {**self.config_defaults.get(short, {}), **kwargs}
             known = {k: v for k, v in kwargs.items() if not isinstance(v, (_Unknown, _ClassRef))}
             unknown = [k for k in kwargs if k not in known]
             return _Config(lib, label, known, [*unknown, *unresolved], line=node.lineno)
@@ -596,7 +653,7 @@ class _Reader:
             self.other_runs.append((node.lineno, f"{short}: {self.others[short]}"))
             return _Unknown(f"{short} instance")
         if name in self.functions and isinstance(node.func, ast.Name):
-            return self._function(self.functions[name], env, args)
+            return self._function(self.functions[name], env, args, kwargs)
         return _Unknown(what)
 
     def _klconfig(self, short: str, args: list[Any], kwargs: dict[str, Any], what: str) -> Any:

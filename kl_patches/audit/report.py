@@ -13,7 +13,8 @@ ever added):
      "trainers": [{
         "origin": str, "input_kind": str, "library": str, "version": str|null, "trainer": str,
         "library_version": str|null, "version_source": str, "version_where": str,
-        "status": "unbiased"|"biased"|"kl_off"|"error", "kl_on": bool, "off_policy": bool,
+        "status": "unbiased"|"biased"|"kl_off"|"error", "refused": bool, "kl_on": bool,
+        "off_policy": bool,
         "off_policy_reason": str,
         "config": {KLConfig.to_dict(), + "loss_estimator" when the sides differ},
         "description": str,
@@ -82,6 +83,7 @@ def entry_dict(entry: AuditEntry) -> dict[str, Any]:
         "version_where": entry.version_where,
         "trainer": r.trainer,
         "status": entry.status,
+        "refused": entry.refused,
         "kl_on": entry.kl_on,
         "off_policy": r.off_policy,
         "off_policy_reason": r.off_policy_reason,
@@ -190,16 +192,28 @@ def _source(entry: AuditEntry) -> str:
     return short + (sep + rest if sep else "")
 
 
+def _status_text(entry: AuditEntry) -> str:
+    """``REFUSED`` for a launch the library refuses to start, else the status's text."""
+    return "REFUSED" if entry.refused else _STATUS_TEXT[entry.status]
+
+
+def _kl_cell(entry: AuditEntry) -> str:
+    """The table's KL column; a refused launch's reading is what runs once the refused names
+    are deleted, and says so first (it must not read like a healthy launch)."""
+    text = _kl(entry) + (f", coef {_coef(entry)}" if entry.kl_on else "")
+    return f"not run (refused); once fixed: {text}" if entry.refused else text
+
+
 def _rows(entries: Sequence[AuditEntry]) -> list[list[str]]:
     return [
         [
             str(i),
             _source(e),
             f"{_library(e)}: {e.reading.trainer}",
-            _kl(e) + (f", coef {_coef(e)}" if e.kl_on else ""),
+            _kl_cell(e),
             _policy(e),
             _gradient(e),
-            _STATUS_TEXT[e.status],
+            _status_text(e),
         ]
         for i, e in enumerate(entries, 1)
     ]
@@ -210,6 +224,11 @@ _HEADERS = ["#", "source", "trainer", "KL as run", "policy", "gradient", "status
 
 def _verdict_line(entry: AuditEntry) -> str:
     v = entry.verdict
+    if entry.refused:
+        return (
+            f"the library refuses to start this launch (see the ERROR below); once the refused "
+            f"names are fixed it follows {v.gradient} ({'unbiased' if v.unbiased else 'biased'})."
+        )
     if entry.status == "error":
         return (
             f"{v.gradient} ({'unbiased' if v.unbiased else 'biased'}) for the KL as read; an "
@@ -230,6 +249,7 @@ _SOURCE_TEXT = {
     "given": "given with --library-version",
     "pin": "pinned",
     "vendored": "a vendored copy",
+    "names": "told from the names the launch uses",
     "installed": "the installed package",
     "newest": "no usable pin, vendored copy or installed package: the newest tested release",
 }
@@ -246,7 +266,7 @@ def _version_text(entry: AuditEntry) -> str:
 
 def _detail_lines(i: int, entry: AuditEntry, width: int) -> list[str]:
     r = entry.reading
-    out = [f"[{i}] {entry.origin}  {_library(entry)}  {r.trainer}  -> {_STATUS_TEXT[entry.status]}"]
+    out = [f"[{i}] {entry.origin}  {_library(entry)}  {r.trainer}  -> {_status_text(entry)}"]
 
     def field(label: str, text: str) -> None:
         wrapped = textwrap.wrap(text, width - 16) or [""]
@@ -277,6 +297,9 @@ def _footer(entries: Sequence[AuditEntry], notes: Sequence[str], strict: bool) -
     line = f"{s['trainers']} trainer(s): " + ", ".join(
         f"{s[k]} {_STATUS_TEXT[k]}" for k in STATUSES if s[k]
     )
+    refused = sum(1 for e in entries if e.refused)
+    if refused:
+        line += f" ({refused} of them REFUSED by the library)"
     out = [line] if entries else ["no trainers found"]
     out += [f"note: {n}" for n in notes]
     if strict:

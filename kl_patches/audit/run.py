@@ -28,6 +28,7 @@ several mini-batch steps per batch); they are reported as a finding and in the J
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,6 +39,7 @@ from kl_patches.adapters.base import NativeReading
 from kl_patches.audit.findings import (
     IGNORED_KL_KEY,
     LAUNCH_UNREADABLE,
+    VERSION_FROM_NAMES,
     VERSION_INSTALLED_DIFFERS,
     VERSION_NEWEST_DIFFERS,
     VERSION_PIN_CONFLICT,
@@ -56,6 +58,7 @@ from kl_patches.audit.inputs import (
     inputs_from_source,
 )
 from kl_patches.audit.model import AuditEntry, AuditError, AuditFinding, AuditInput, InputError
+from kl_patches.audit.names import Inferred, infer, release_ranges
 from kl_patches.audit.verdicts import describe_reading, verdict_of
 from kl_patches.audit.versions import VersionChoice, choose, parse_given
 from kl_patches.config import KLConfig
@@ -176,8 +179,8 @@ def _with_version(inp: AuditInput, choice: VersionChoice) -> AuditInput:
     context["version"] = choice.version
     if choice.snapshot:
         context["version_snapshot"] = True
-    if choice.source == "vendored" and choice.where:
-        context["version_file"] = choice.where
+    if choice.copy:
+        context["version_file"] = choice.copy
     return dataclasses.replace(inp, context=context, version=choice.version)
 
 
@@ -290,6 +293,45 @@ def version_findings(
     return out
 
 
+def _named_choice(
+    inp: AuditInput, choice: VersionChoice, refused: NativeReading, inferred: Inferred
+) -> tuple[VersionChoice, AuditFinding]:
+    """The version told from the launch's names, and the finding saying so and that the
+    installed (or newest) release ``choice`` refuses the launch (``refused``: its reading)."""
+    lib = inp.library
+    d = adapters.get(lib)
+    span = release_ranges(d.releases(), inferred.accepting)
+    named = VersionChoice(
+        lib,
+        inferred.release,
+        "names",
+        f"{span} accept every name",
+        notes=choice.notes,
+    )
+    what = (
+        f"the installed {lib} {choice.version}"
+        if choice.source == "installed"
+        else f"{lib} {choice.version} (the newest tested release)"
+    )
+    why = " ".join(f.message for f in refused.findings if f.code.endswith("_rejected"))
+    renames = d.renames(inp.payload, choice.version)
+    fix = f"pin the release it was written for ({lib}=={inferred.release})"
+    if renames:
+        fix += f", or rename for {choice.version}: " + "; ".join(renames)
+    else:
+        fix += f", or rename or delete what {choice.version} refuses"
+    finding = AuditFinding(
+        VERSION_FROM_NAMES,
+        "error" if choice.source == "installed" else "warning",
+        f"No pin or vendored copy says which {lib} release this launch is for; only {lib} "
+        f"{span} accept every name it uses, so it is read as {inferred.release}, the newest of "
+        f"them. The launch is refused by {what}: {why}",
+        fix,
+        "audit",
+    )
+    return named, finding
+
+
 def audit_input(
     inp: AuditInput,
     check_keys: bool = True,
@@ -303,6 +345,13 @@ def audit_input(
         raise AuditError(str(err)) from err
     inp = _with_version(inp, choice)
     reading = _read(inp)
+    names_finding: AuditFinding | None = None
+    if choice.source in ("installed", "newest") and inp.kl_config is None:
+        inferred = infer(inp.library, reading, functools.partial(_at, inp))
+        if inferred is not None:
+            choice, names_finding = _named_choice(inp, choice, reading, inferred)
+            inp = _with_version(inp, choice)
+            reading = inferred.reading
     if reading.loss_config is not None and inp.kl_config is not None:
         reading = dataclasses.replace(reading, loss_config=None)
     ignored = ignored_keys(inp, reading) if check_keys else ()
@@ -321,6 +370,8 @@ def audit_input(
                 "audit",
             )
         )
+    if names_finding is not None:
+        extra.append(names_finding)
     if inp.kl_config is None:
         extra += version_findings(inp, choice, reading)
     if inp.kl_config is not None:

@@ -18,8 +18,9 @@ __all__ = ["describe_reading", "reward_side", "verdict_of"]
 
 
 def reward_side(reading: NativeReading) -> KLConfig:
-    """The reward side of a two-sided reading as a config of its own."""
-    return reading.config.replace(placement="reward", loss_coef=None)
+    """The reward side of a two-sided reading as a config of its own (the loss side's
+    aggregation is left out: it has no meaning on the reward side)."""
+    return reading.config.replace(placement="reward", loss_coef=None, loss_aggregation="sum")
 
 
 def describe_reading(reading: NativeReading) -> str:

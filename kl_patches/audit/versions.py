@@ -18,6 +18,9 @@ library and says which and why. :func:`choose` decides, in this order:
 4. ``installed``: the installed distribution's metadata (the library is not imported);
 5. ``newest``: the newest release the adapter is tested against.
 
+When the installed or newest release refuses the launch (a name it lacks), the audit reads it
+as the newest release whose names accept it instead (``names``, :mod:`kl_patches.audit.names`).
+
 Nothing here knows a library: the releases and the vendored layouts come from each adapter's
 ``semantics`` module through its descriptor. Files are read with the audit's size limits and
 never executed (``setup.py`` is parsed with :mod:`ast`).
@@ -61,8 +64,10 @@ __all__ = [
     "shown_path",
 ]
 
-SOURCES = ("given", "pin", "vendored", "installed", "newest")
-"""Where a version can come from, in the order :func:`choose` tries them."""
+SOURCES = ("given", "pin", "vendored", "names", "installed", "newest")
+"""Where a version can come from, in the order the audit tries them (``names`` is not
+:func:`choose`'s: :mod:`kl_patches.audit.names` tells it from a launch the installed or newest
+release refuses)."""
 
 MAX_LEVELS = 12
 """Directories walked up from the file at most."""
@@ -91,6 +96,10 @@ class VersionChoice:
     """What detection could not use (a pin that allows no recorded release, ...)."""
     conflict: str = ""
     """Two pins of one file that no single release satisfies, named (empty when none)."""
+    copy: str = ""
+    """The version file of a vendored copy above the launch whose code runs it: the vendored
+    source's own file, or, for a given version, the copy stating that same version (its code
+    is read for the rules its version file does not tell; empty when none)."""
 
     def describe(self) -> str:
         """``0.18.0 (pin: setup.py:12 trl[vllm]==0.18.0)`` for the report."""
@@ -98,6 +107,7 @@ class VersionChoice:
             "given": "--library-version",
             "pin": "pin",
             "vendored": "vendored copy",
+            "names": "names in the launch",
             "installed": "installed",
             "newest": "newest tested release",
         }[self.source]
@@ -379,6 +389,22 @@ def _position(where: str) -> tuple[str, int]:
     return (path, int(line)) if line.isdigit() else (where, 0)
 
 
+def _same_copy(library: str, path: str | Path | None, given: str) -> str:
+    """The version file of the vendored copy above ``path`` when it states ``given`` (its
+    public part: ``0.1+vendored`` is the copy saying 0.1), else empty: a given version that is
+    the copy's own is read with the copy's code too."""
+    if path is None:
+        return ""
+    found = _vendored(Path(path).resolve().parent, library, [])
+    if found is None:
+        return ""
+    try:
+        same = Version(found[0]).public == Version(given).public
+    except InvalidVersion:
+        return ""
+    return shown_path(found[1]) if same else ""
+
+
 def choose(
     library: str,
     path: str | Path | None = None,
@@ -395,8 +421,9 @@ def choose(
     if text:
         try:
             Version(text)
+            copy = _same_copy(library, path, text)
             return VersionChoice(library, text, "given", "--library-version",
-                                 snapshot=_snapshot(text))  # fmt: skip
+                                 snapshot=_snapshot(text), copy=copy)  # fmt: skip
         except InvalidVersion:
             found = _from_spec(library, text, "--library-version", "given")
             if found is None:
@@ -438,7 +465,7 @@ def choose(
             try:
                 Version(version)
                 return VersionChoice(library, version, "vendored", where, snapshot=True,
-                                     notes=tuple(notes))  # fmt: skip
+                                     notes=tuple(notes), copy=where)  # fmt: skip
             except InvalidVersion:
                 notes.append(f"{where}: {version!r} is not a version")
     try:

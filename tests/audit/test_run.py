@@ -136,6 +136,7 @@ _TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "version": (str, type(None)),
     "trainer": str,
     "status": str,
+    "refused": bool,  # added by issue 33 (the library refuses to start the launch)
     "kl_on": bool,
     "off_policy": bool,
     "off_policy_reason": str,  # added by issue 12 (the schema only gains fields)

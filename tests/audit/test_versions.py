@@ -310,7 +310,9 @@ def test_same_reading_on_both_versions_gives_no_finding(tmp_path: Path) -> None:
 
 def test_a_flag_the_version_rejects_is_an_error(tmp_path: Path) -> None:
     root = _repo(tmp_path, {"run.sh": OPENRLHF_FLAT})
-    entry = _one(root / "run.sh")  # OpenRLHF 0.11.2: flat names were renamed in 0.10.2
+    # OpenRLHF 0.11.2: flat names were renamed in 0.10.2 (without --library-version the names
+    # select the release instead: tests/audit/test_names.py)
+    entry = _one(root / "run.sh", version="openrlhf=0.11.2")
     assert entry.status == "error"
     (found,) = [f for f in entry.findings if f.code == "openrlhf.flag_rejected"]
     assert "--init_kl_coef (unrecognized arguments: --init_kl_coef)" in found.message

@@ -319,6 +319,35 @@ def off_policy_reasons(settings: dict[str, object]) -> list[str]:
     return out
 
 
+def _promote_choice(
+    argv: Sequence[str],
+    sem: OpenRLHFSemantics,
+    module: str,
+    later: list[str],
+    err: ValueError,
+) -> tuple[OpenRLHFSemantics, Any, Finding] | None:
+    """A snapshot (a fork, a vendored copy) whose launch passes a value its release's choices
+    refuse (R1-Searcher's 0.5.5.post2 fork takes ``--advantage_estimator group_norm``): the
+    first later release that parses it, read with its semantics (None when none does)."""
+    if sem.older_than_recorded:
+        return None
+    for release in later:
+        nxt = semantics(release)
+        try:
+            parsed = parse_at(argv, nxt, module)
+        except ValueError:
+            continue
+        finding = Finding(
+            "openrlhf.version_newer_code",
+            "warning",
+            f"{err}: OpenRLHF {sem.release} refuses it and {nxt.release} accepts it, so the copy "
+            f"that runs is newer code than {sem.version} (a fork or a branch snapshot); it is "
+            f"read with the semantics of {nxt.release}.",
+        )
+        return dataclasses.replace(nxt, version=sem.version), parsed, finding
+    return None
+
+
 def read(
     argv: Sequence[str],
     *,
@@ -341,9 +370,17 @@ def read(
     sem = semantics(version)
     module = "train_ppo" if entry == "openrlhf.cli.train_ppo" else "train_ppo_ray"
     extra: list[Finding] = []
-    settings, given, refused, info = parse_at(argv, sem, module)
     snapshot = version_snapshot or _snapshot(version)
     later = [r for r in RELEASES if Version(r) > Version(sem.release)]
+    try:
+        settings, given, refused, info = parse_at(argv, sem, module)
+    except ValueError as err:  # a value the release's choices refuse (argparse exits)
+        promoted = _promote_choice(argv, sem, module, later, err) if snapshot else None
+        if promoted is None:
+            raise
+        sem, (settings, given, refused, info), finding = promoted
+        extra.append(finding)
+        later = []
     if refused and snapshot and later and not sem.older_than_recorded:
         nxt = semantics(later[0])
         again = parse_at(argv, nxt, module)

@@ -94,6 +94,37 @@ KL_FLAGS = (
 """The flags ``to_args`` writes (the launcher refuses conflicting user values for them)."""
 
 
+def renames(payload: object, release: str) -> tuple[str, ...]:
+    """``--init_kl_coef -> --algo.kl.init_coef`` for each flat flag of ``payload`` (an argv)
+    that ``release`` knows only under its dotted name (0.10.2 on), and the reverse for a
+    dotted flag on an older release; ``--use_kl_estimator_k3`` (before 0.6.2) becomes
+    ``--algo.kl.estimator k3``. Only the flags this adapter reads are known (:data:`FLAGS`)."""
+    if not isinstance(payload, (list, tuple)):
+        return ()
+    try:
+        dotted = Version(release) >= Version(DOTTED_SINCE)
+    except InvalidVersion:
+        return ()
+    out: list[str] = []
+    for word in payload:
+        name = str(word).partition("=")[0]
+        if not name.startswith("--"):
+            continue
+        name = name[2:]
+        if name == "use_kl_estimator_k3":
+            new = "--algo.kl.estimator k3" if dotted else "--kl_estimator k3"
+            out.append(f"--{name} -> {new}")
+            continue
+        flag = _BY_NAME.get(name)
+        if flag is None or flag.flat is None:
+            continue
+        if dotted and name == flag.flat:
+            out.append(f"--{name} -> --{flag.dotted}")
+        elif not dotted and name == flag.dotted:
+            out.append(f"--{name} -> --{flag.flat}")
+    return tuple(dict.fromkeys(out))
+
+
 def convert_value(flag: Flag, name: str, values: list[str]) -> object:
     """``values`` read as ``flag.kind`` (float, optional float, int, pair); the first value as
     given for a string flag. ValueError naming the flag when they do not read as that kind."""

@@ -37,6 +37,7 @@ from .translate import (
     settings_of,
     to_overrides,
 )
+from .vendored import read_code
 from .versions import (
     ACTOR,
     AGG_FROM_VERL,
@@ -50,7 +51,6 @@ from .versions import (
 COVERS = {
     "verl.kl_off": "kl_off",
     "verl.gdpo_drops_kl": "kl_off",
-    "verl.multi_turn_drops_kl": "kl_off",
     "verl.mismatched_coefficients": "coef_mismatch",
     "verl.mixed_estimators": "mixed_estimators",
     "verl.k3_clamp": "kl_clamp",
@@ -205,6 +205,9 @@ def read(
         findings += key_findings
     promoted = any(f.code == "verl.version_newer_code" for f in findings)
     findings += _version_findings(sem, entry, version_file, promoted)
+    if version_file:
+        sem, code_findings = _vendored_rules(sem, version_file)
+        findings += code_findings
     s = _settings(_merged_flat(source, base, defaults), sem)
     extra = _extra(source, base)
     effective = _effective(s, sem)
@@ -222,7 +225,7 @@ def read(
             findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
     off_policy = bool(reasons)
-    findings += _findings(effective, config, off_policy, sem)
+    findings += _findings(effective, config, off_policy, sem, entry in V1_ENTRIES)
     findings += _entry_findings(entry, trainer_facts, effective, assumed)
     findings += _other_kl_findings(s, extra)
     if any(f.code in DROPS_REWARD_KL for f in findings):
@@ -425,6 +428,41 @@ def _version_findings(
     return out
 
 
+_GATE_TEXT = {
+    "use_kl_in_reward": "runs the reward KL under algorithm.use_kl_in_reward",
+    "not_use_kl_loss": "runs the reward KL whenever actor.use_kl_loss is off",
+    "always": "always runs the reward KL",
+    "never": "never runs the reward KL (no apply_kl_penalty call)",
+}
+
+
+def _vendored_rules(sem: VerlSemantics, version_file: str) -> tuple[VerlSemantics, list[Finding]]:
+    """``sem`` with the reward gate and the KL loss the vendored copy's code has (see
+    :mod:`.vendored`), and a finding when they differ from its version file's release."""
+    code = read_code(version_file)
+    changes: dict[str, Any] = {}
+    said: list[str] = []
+    if code.reward_gate is not None and code.reward_gate != sem.reward_gate:
+        changes["reward_gate"] = code.reward_gate
+        said.append(f"its trainer {_GATE_TEXT[code.reward_gate]} ({code.reward_where})")
+    if code.kl_loss is not None and code.kl_loss != sem.kl_loss:
+        changes["kl_loss"] = code.kl_loss
+        said.append(
+            f"its actor {'has' if code.kl_loss else 'has no'} the KL loss "
+            f"(use_kl_loss, {code.kl_loss_where})"
+        )
+    if not changes:
+        return sem, []
+    finding = Finding(
+        "verl.vendored_code",
+        "warning",
+        f"This vendored verl says {sem.version} but its code differs from verl {sem.release} "
+        f"in the KL rules: {'; '.join(said)}. It was taken from verl's main branch between "
+        "tags (or changed by the project); the launch is read with the copy's own rules.",
+    )
+    return dataclasses.replace(sem, **changes), [finding]
+
+
 def _version_or_zero(text: str) -> Version:
     try:
         return Version(text)
@@ -468,6 +506,8 @@ def _effective(s: dict[str, Any], sem: VerlSemantics) -> dict[str, Any]:
         out[ACTOR + "use_kl_loss"] = False
     if sem.reward_gate == "always":
         out["algorithm.use_kl_in_reward"] = True
+    elif sem.reward_gate == "never":
+        out["algorithm.use_kl_in_reward"] = False
     elif sem.reward_gate == "not_use_kl_loss":
         out["algorithm.use_kl_in_reward"] = not bool(out[ACTOR + "use_kl_loss"])
     if sem.loss_aggregation_fixed is not None:
@@ -559,10 +599,16 @@ def _loss_only(s: dict[str, Any], sem: VerlSemantics) -> KLConfig | None:
 
 DROPS_REWARD_KL = (
     "verl.gdpo_drops_kl",
-    "verl.multi_turn_drops_kl",
     "verl.entry_drops_reward_kl",
 )
-"""Findings after which the reward-side KL never reaches the advantage."""
+"""Findings after which the reward-side KL never reaches the advantage (multi-turn GRPO's
+``verl.multi_turn_drops_kl`` is not one: each trajectory's final output keeps its reward KL)."""
+
+V1_ENTRIES = (None, "verl.trainer.main_ppo")
+"""Entries that run verl's v1 trainer when ``trainer.use_v1`` is on (its multi-trajectory
+GRPO, ``v1/utils.py:148``); the asynchronous and one-step-off trainers compute advantages with
+``SeparateRayPPOTrainer._fit_compute_advantage`` (``experimental/separation/ray_trainer.py:
+591``), every output with its own reward KL."""
 
 DROPS_LOSS_KL = ("verl.entry_drops_loss_kl",)
 """Findings after which the loss-side KL never reaches the actor's loss."""
@@ -692,7 +738,7 @@ def _fix_text(s: dict[str, Any]) -> str:
 
 
 def _findings(
-    s: dict[str, Any], config: KLConfig, off_policy: bool, sem: VerlSemantics
+    s: dict[str, Any], config: KLConfig, off_policy: bool, sem: VerlSemantics, v1: bool = True
 ) -> list[Finding]:
     reward, loss = reward_side(s), loss_side(s)
     adv = str(s["algorithm.adv_estimator"])
@@ -732,14 +778,16 @@ def _findings(
             )
         )
     multi_turn = bool(s["actor_rollout_ref.rollout.multi_turn.enable"])
-    if reward.on and multi_turn and adv == "grpo" and bool(s["trainer.use_v1"]):
+    if reward.on and multi_turn and adv == "grpo" and v1 and bool(s["trainer.use_v1"]):
         out.append(
             Finding(
                 "verl.multi_turn_drops_kl",
                 "error",
                 "Multi-turn GRPO in verl's v1 trainer computes the advantage from the final "
-                "output of each trajectory only and broadcasts it, so the reward KL of the "
-                "earlier outputs of a trajectory is dropped.",
+                "output of each trajectory only and broadcasts it (v1/utils.py:148), so the "
+                "reward KL reaches the advantage through each trajectory's final output only: "
+                "that of its earlier outputs is dropped. The reading keeps the reward side as "
+                "set (it is what the final output gets).",
                 fix="algorithm.adv_estimator=rloo, or one output per trajectory",
             )
         )

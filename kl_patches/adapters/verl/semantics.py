@@ -83,7 +83,8 @@ class VerlSemantics:
     """Keys the reader reads that this release's ``ppo_trainer.yaml`` does not have."""
     reward_gate: str
     """When the reward-side KL runs: ``always`` (0.1), ``not_use_kl_loss`` (0.2-0.3.x: whenever
-    ``actor.use_kl_loss`` is false), ``use_kl_in_reward`` (0.4.0 on)."""
+    ``actor.use_kl_loss`` is false), ``use_kl_in_reward`` (0.4.0 on); ``never`` only for a
+    vendored copy whose trainer has no ``apply_kl_penalty`` call (:mod:`.vendored`)."""
     kl_loss: bool
     """Whether the release has a KL loss (``actor.use_kl_loss``; from 0.2)."""
     estimator_names: dict[str, str]
