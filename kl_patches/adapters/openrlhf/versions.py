@@ -3,10 +3,12 @@
 Nothing here imports OpenRLHF. The numbers are those of OpenRLHF 0.11.2's code
 (``openrlhf/models/utils.py``, ``cli/train_ppo_ray.py``).
 
-The patch runs on OpenRLHF 0.9.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
+The patch runs on OpenRLHF 0.8.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
 release, every release where something the patch touches changed (:data:`CHANGE_POINTS`) and
 the newest (:data:`COMPAT_MATRIX`); a newer release is patched when every behaviour canary
-passes (one warning).
+passes (one warning). Where OpenRLHF itself computes something else on older releases (no value
+clamp before 0.8.6: :func:`native_kl_clamp`), the canaries, the translation and the tests ask
+this module for the release's own behaviour.
 """
 
 from __future__ import annotations
@@ -20,13 +22,29 @@ from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
 from kl_patches.adapters.support_table import SupportRow
 
 RELEASES: tuple[str, ...] = (
-    "0.9.0", "0.9.1", "0.9.1.post1", "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7",
+    "0.8.0", "0.8.0.post1", "0.8.1", "0.8.1.post1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.6",
+    "0.8.7", "0.8.8", "0.8.9", "0.8.9.post1", "0.8.10", "0.8.11", "0.9.0", "0.9.1", "0.9.1.post1", "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7",
     "0.9.8", "0.9.9", "0.9.10", "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2",
     "0.10.3", "0.10.4", "0.11.0", "0.11.1", "0.11.2",
 )  # fmt: skip
 """Every OpenRLHF release of the supported range, ascending."""
 
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.8.3",
+        "the scalar reward moves from info['reward'] to Experience.rewards (a keyword dataclass "
+        "from here); the sequence-shaped penalty follows it",
+    ),
+    (
+        "0.8.6",
+        "every estimator value clamped to +-10 (no clamp before: the canaries and the native "
+        "reading follow the release); training_step(experience, kl_ctl, step) (no step before)",
+    ),
+    (
+        "0.9.0",
+        "OpenRLHF's own pins move to transformers 4.57 / deepspeed 0.18; the compat venv goes "
+        "back to the 0.11.2 set (the KL code is 0.8.11's)",
+    ),
     (
         "0.9.8",
         "training_step returns {'metrics', 'weights'} (a flat dict of floats before, where the "
@@ -63,22 +81,35 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
         "compute_advantages_and_returns; newest release of the range",
     ),
 )
-"""Releases after 0.9.0 where something the patch touches changed (read from each wheel; the
-other 0.9.x releases, 0.10.0, 0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches:
-``compat.CHANGE_POINTS`` lists what they change elsewhere)."""
+"""Releases after 0.8.0 where something the patch touches changed (read from each wheel; the
+other 0.8.x and 0.9.x releases, 0.10.0, 0.10.1-0.10.1.post2 and 0.11.0 change nothing it
+touches: ``compat.CHANGE_POINTS`` lists what they change elsewhere)."""
 
 TOO_OLD = (
-    "before 0.9.0: 0.8.0-0.8.5 clamp no estimator (the canaries assume +-10), 0.8.0-0.8.2 keep "
-    "the scalar reward in info['reward'], training_step takes no step before 0.8.6; OpenRLHF "
-    "0.8.x also pins transformers 4.51-4.53 and deepspeed 0.16-0.17, which the CPU compat venv "
-    "does not hold. Not yet patched: `kl-patches audit` reads these launches"
+    "before 0.8.0: the 0.7.x trainers were not read against the patch (their hook points "
+    "differ: 0.7.0's training_step takes no kl_ctl). `kl-patches audit` reads these launches"
 )
-"""Why OpenRLHF < 0.9.0 is refused (read from the 0.8.x wheels)."""
+"""Why OpenRLHF < 0.8.0 is refused."""
+
+VALUE_CLAMP_SINCE = "0.8.6"
+"""First release whose ``compute_approx_kl`` clamps every estimator value to +-10 (the history
+row ``estimator.value_clamp``; 0.8.0-0.8.5 return the raw estimator)."""
+
+REWARD_FIELD_SINCE = "0.8.3"
+"""First release whose ``Experience`` carries the scalar reward as ``rewards`` (read by
+``compute_advantages_and_returns``); 0.8.0-0.8.2 read ``info["reward"]``."""
+
+
+def native_kl_clamp(version: str | None = None) -> float | None:
+    """The clamp OpenRLHF ``version`` puts on every estimator value: 10 from 0.8.6, None before
+    (``None``: the newest tested release's)."""
+    found = Version(version or TESTED_VERSION)
+    return NATIVE_KL_CLAMP if found >= Version(VALUE_CLAMP_SINCE) else None
 
 COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
 """The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
 
-SUPPORT = VersionSupport(library="openrlhf", supported=">=0.9.0,<0.12", tested=COMPAT_MATRIX)
+SUPPORT = VersionSupport(library="openrlhf", supported=">=0.8.0,<0.12", tested=COMPAT_MATRIX)
 """Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -104,15 +135,16 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         "torch.Tensor",
     ),
     "ActorPPOTrainer.training_step": (
+        "training_step(self, experience: Experience, kl_ctl: float) -> Dict[str, float]",
         "training_step(self, experience: Experience, kl_ctl: float, step: int) -> Dict[str, float]",
         "training_step(self, experience: Experience, kl_ctl: float, step: int, loss_batch_info: "
         "Optional[Dict]=None) -> Dict[str, float]",
     ),
 }
-"""The signatures of every patched function in the releases 0.9.0-0.11.2 (read with ``ast``
+"""The signatures of every patched function in the releases 0.8.0-0.11.2 (read with ``ast``
 from each wheel: compute_advantages_and_returns changes in 0.9.9, compute_approx_kl in 0.11.1,
-training_step in 0.10.4, aggregate_loss is new in 0.10.3); the patch refuses another call
-shape."""
+training_step in 0.8.6 and 0.10.4, aggregate_loss is new in 0.10.3); the patch refuses another
+call shape."""
 
 _T = "tests/adapters/openrlhf/"
 KNOWN_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
@@ -246,7 +278,7 @@ def support_rows() -> tuple[SupportRow, ...]:
     reasons = dict(CHANGE_POINTS)
     out = [
         SupportRow(
-            "< 0.9.0",
+            "< 0.8.0",
             "see `kl-patches audit`",
             f"refused (`KL_PATCHES_FORCE=1` runs anyway): {TOO_OLD}",
             "refused",
@@ -258,12 +290,17 @@ def support_rows() -> tuple[SupportRow, ...]:
         first = segment[0]
         flags = (
             "--algo.kl.*"
-            if first >= DOTTED_SINCE
+            if Version(first) >= Version(DOTTED_SINCE)
             else "--init_kl_coef, --kl_estimator, --use_kl_loss"
+        )
+        clamp = (
+            "every value clamped to +-10"
+            if native_kl_clamp(first)
+            else "no clamp on the values (clamped to +-10 from 0.8.6)"
         )
         native = (
             f"k1/k2/k3 ({flags}) in the reward, per token after the baseline, or in the loss as a "
-            "token mean; every value clamped to +-10"
+            f"token mean; {clamp}"
         )
         if Version(first) >= Version(UNBIASED_GRADIENT_SINCE):
             native += "; --algo.kl.unbiased_gradient"

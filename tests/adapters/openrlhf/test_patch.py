@@ -121,15 +121,15 @@ def test_new_config_replaces_old_one() -> None:
     assert all(".ppo_actor" not in name for name in applied())
 
 
-@pytest.mark.parametrize("version", ["0.8.11", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
+@pytest.mark.parametrize("version", ["0.7.5", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
 def test_version_guard(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below the tested range 0.9.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
+    """Below the tested range 0.8.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
     and 1.0 were refused before the range was widened and newer releases got the canaries,
-    issue 14, and 0.9.9 before issue 36: test_compat.py covers them.)"""
+    issue 14, and 0.8.11 and 0.9.9 before issue 36: test_compat.py covers them.)"""
     monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
     monkeypatch.setattr(P, "installed_version", lambda: version)
     before = snapshot()
-    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.12"):
+    with pytest.raises(RuntimeError, match=r">=0\.8\.0,<0\.12"):
         apply(EVERYTHING)
     assert snapshot() == before
 
