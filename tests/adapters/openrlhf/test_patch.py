@@ -21,6 +21,7 @@ from openrlhf_support.cases import (  # noqa: E402
     actor_batch,
     args_for,
     core_loss_and_grads,
+    native_clamp,
     native_loss,
     run_training_step,
 )
@@ -30,6 +31,7 @@ from openrlhf_support.harness import (  # noqa: E402
     make_args,
     make_experience,
     make_experience_maker,
+    step_arguments,
     tiny_actor,
 )
 
@@ -187,18 +189,22 @@ def test_sequence_penalty_enters_before_group_baseline(
     assert not torch.allclose(native, want, atol=1e-4)
 
 
-def test_unclamped_reward_to_go_and_native_again_after_revert(batch: dict) -> None:
-    config = KLConfig(estimator="k1", placement="reward", coef=COEF, reward_shape="reward_to_go")
+def test_other_clamp_reward_to_go_and_native_again_after_revert(batch: dict) -> None:
+    """The clamp this release does not have (none from 0.8.6, +-10 before) is patched in."""
+    other = 10.0 if native_clamp() is None else None
+    config = KLConfig(
+        estimator="k1", placement="reward", coef=COEF, reward_shape="reward_to_go", kl_clamp=other
+    )
     args = args_for(config, advantage="rloo")
     off = run_maker(batch, args_for(KLConfig(placement="none", coef=0.0), advantage="rloo"))
     native = run_maker(batch, args)
     apply(config)
     patched = run_maker(batch, args)
     revert()
-    for cfg, got in ((config, patched), (config.replace(kl_clamp=10.0), native)):
+    for cfg, got in ((config, patched), (config.replace(kl_clamp=native_clamp()), native)):
         penalty = core.reward_penalty(batch["logp"], batch["ref"], batch["mask"], cfg)
         torch.testing.assert_close((got - off) * batch["mask"], -penalty, atol=1e-6, rtol=1e-6)
-    assert not torch.allclose(patched, native)  # the log-ratio of -12 is clamped natively
+    assert not torch.allclose(patched, native)  # the log-ratio of -12 meets one clamp only
     torch.testing.assert_close(run_maker(batch, args), native)
 
 
@@ -290,7 +296,7 @@ def test_sum_aggregation_uses_openrlhf_global_sample_count(actor: object) -> Non
         "global_batch_size": torch.tensor(8.0),
     }
     apply(config)
-    trainer.training_step(exp, COEF, 0, info)
+    trainer.training_step(exp, COEF, *step_arguments()[:-1], info)
     want = core.loss_term(logp, ref, data["action_mask"], config) * 4 / 8
     torch.testing.assert_close(trainer.strategy.losses[-1], want, atol=1e-6, rtol=1e-6)
 

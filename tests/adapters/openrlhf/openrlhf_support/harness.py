@@ -117,7 +117,12 @@ def release_args(args: SimpleNamespace) -> SimpleNamespace:
         n_samples_per_prompt=args.rollout.n_samples_per_prompt,
         reward_clip_range=args.reward.clip_range,
         aux_loss_coef=args.actor.aux_loss_coef,
-        entropy_loss_coef=args.actor.entropy_coef,
+        # None (entropy off) from 0.8.3; 0.8.0-0.8.2 compare it with 1e-8 (their default: 0)
+        entropy_loss_coef=(
+            0.0
+            if args.actor.entropy_coef is None and installed() < Version("0.8.3")
+            else args.actor.entropy_coef
+        ),
         use_dynamic_batch=False,
         packing_samples=False,
         overlong_buffer_len=None,  # 0.8.7-0.9.1 read it here (DAPO's length penalty: off)
