@@ -23,9 +23,10 @@ from kl_patches.adapters.support_table import SupportRow
 
 RELEASES: tuple[str, ...] = (
     "0.8.0", "0.8.0.post1", "0.8.1", "0.8.1.post1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.6",
-    "0.8.7", "0.8.8", "0.8.9", "0.8.9.post1", "0.8.10", "0.8.11", "0.9.0", "0.9.1", "0.9.1.post1", "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7",
-    "0.9.8", "0.9.9", "0.9.10", "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2",
-    "0.10.3", "0.10.4", "0.11.0", "0.11.1", "0.11.2",
+    "0.8.7", "0.8.8", "0.8.9", "0.8.9.post1", "0.8.10", "0.8.11", "0.9.0", "0.9.1", "0.9.1.post1",
+    "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7", "0.9.8", "0.9.9", "0.9.10", "0.10.0",
+    "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0", "0.11.1",
+    "0.11.2",
 )  # fmt: skip
 """Every OpenRLHF release of the supported range, ascending."""
 
@@ -39,11 +40,6 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
         "0.8.6",
         "every estimator value clamped to +-10 (no clamp before: the canaries and the native "
         "reading follow the release); training_step(experience, kl_ctl, step) (no step before)",
-    ),
-    (
-        "0.9.0",
-        "OpenRLHF's own pins move to transformers 4.57 / deepspeed 0.18; the compat venv goes "
-        "back to the 0.11.2 set (the KL code is 0.8.11's)",
     ),
     (
         "0.9.8",
@@ -106,8 +102,23 @@ def native_kl_clamp(version: str | None = None) -> float | None:
     found = Version(version or TESTED_VERSION)
     return NATIVE_KL_CLAMP if found >= Version(VALUE_CLAMP_SINCE) else None
 
-COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
-"""The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
+PINS_08: tuple[str, ...] = ("transformers==4.51.3", "deepspeed==0.16.7", "datasets==3.6.0")
+"""What the compat venv switches to for OpenRLHF 0.8.x: 0.8.0's own transformers and deepspeed
+pins (0.8.x pins transformers 4.51-4.56, deepspeed 0.16-0.17), and a datasets that imports with
+the huggingface-hub < 1.0 transformers 4.51 takes (datasets 5 needs huggingface-hub >= 1.31)."""
+
+PINS_BACK: tuple[str, ...] = ("-U", "transformers==5.15.0", "deepspeed==0.19.6", "datasets")
+"""Back to the 0.11.2 set of :data:`COMPAT_PLAN`'s base for 0.9.0 on (0.9.0 itself pins
+transformers 4.57, which the 0.9.0-0.11.2 tests have never needed)."""
+
+PIN_SWITCHES: dict[str, tuple[str, ...]] = {"0.8.0": PINS_08, "0.9.0": PINS_BACK}
+"""Release -> the pins its compat step installs after it (one switch there and one back)."""
+
+COMPAT_MATRIX: tuple[str, ...] = tuple(
+    sorted({RELEASES[0], *(r for r, _ in CHANGE_POINTS), *PIN_SWITCHES}, key=Version)
+)
+"""The releases ``nox -s compat`` tests: the oldest, the change points (0.11.2, the newest, is
+one) and where the venv's pins switch (0.9.0)."""
 
 SUPPORT = VersionSupport(library="openrlhf", supported=">=0.8.0,<0.12", tested=COMPAT_MATRIX)
 """Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
@@ -179,16 +190,23 @@ def deselected(version: str) -> tuple[str, ...]:
 
 def _reason(version: str) -> str:
     if version == RELEASES[0]:
-        return "oldest release of the range"
+        return f"oldest release of the range, with its own pins ({', '.join(PINS_08[:2])})"
     if version in dict(CHANGE_POINTS):
         return dict(CHANGE_POINTS)[version]
+    if version == "0.9.0":
+        return "the venv's transformers and deepspeed back to the 0.11.2 set (KL code as 0.8.11)"
     earlier = [v for v in COMPAT_MATRIX if Version(v) < Version(version)]
     return f"sweep only: between change points, the surface of {earlier[-1]}"
 
 
 def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
     return tuple(
-        CompatStep(v, (("--no-deps", f"openrlhf=={v}"),), _reason(v), deselected(v))
+        CompatStep(
+            v,
+            (("--no-deps", f"openrlhf=={v}"), *((PIN_SWITCHES[v],) if v in PIN_SWITCHES else ())),
+            _reason(v),
+            deselected(v),
+        )
         for v in releases
     )
 
@@ -219,10 +237,10 @@ COMPAT_PLAN = CompatPlan(
 )
 """``nox -s compat`` for OpenRLHF: the 0.11.2 CPU set (OpenRLHF --no-deps, deepspeed built as pure
 Python, the libraries its KL modules import; vllm and flash_attn as the tests' import-only
-stand-ins), then each release --no-deps."""
+stand-ins), then each release --no-deps; 0.8.x on 0.8.0's pins (:data:`PIN_SWITCHES`)."""
 
 SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(RELEASES))
-"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (10; not run by
+"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (37; not run by
 ``.ci/run``). Its last run is :data:`SWEEP`."""
 
 TESTED_VERSION = "0.11.2"
@@ -298,6 +316,8 @@ def support_rows() -> tuple[SupportRow, ...]:
         )
         once = [v for v in segment[1:] if v in SWEEP]
         tested = f"CI (`nox -s compat`): {first}"
+        if Version(first) < Version("0.9.0"):
+            tested += f" ({', '.join(p.replace('==', ' ') for p in PINS_08[:2])})"
         if once:
             tested += f"; once: {', '.join(once)} ({SWEEP_WHEN})"
         span = first if len(segment) == 1 else f"{first}-{segment[-1]}"
