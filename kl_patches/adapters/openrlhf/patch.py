@@ -219,7 +219,9 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                 if shaped.reward_shape == "sequence":
                     penalty = core.reward_penalty(logp, ref, mask, shaped)
                     if _holds_rewards(exp):
-                        rewards = exp.rewards.to(torch.promote_types(exp.rewards.dtype, torch.float32))
+                        rewards = exp.rewards.to(
+                            torch.promote_types(exp.rewards.dtype, torch.float32)
+                        )
                         exp.rewards = rewards - penalty
                     else:  # 0.8.0-0.8.2: the scalar reward lives in info["reward"]
                         scores.append((exp, exp.info["reward"]))

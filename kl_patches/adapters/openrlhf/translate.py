@@ -163,9 +163,7 @@ def is_off_policy(settings: dict[str, object]) -> bool:
     return bool(settings["train.async_enable"]) or updates_per_rollout(settings) > 1
 
 
-def config_from_settings(
-    settings: dict[str, object], version: str = TESTED_VERSION
-) -> KLConfig:
+def config_from_settings(settings: dict[str, object], version: str = TESTED_VERSION) -> KLConfig:
     """The KLConfig OpenRLHF ``version`` runs for already-parsed settings (see
     :func:`from_args`)."""
     clamp = native_kl_clamp(version)

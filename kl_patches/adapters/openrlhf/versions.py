@@ -102,6 +102,7 @@ def native_kl_clamp(version: str | None = None) -> float | None:
     found = Version(version or TESTED_VERSION)
     return NATIVE_KL_CLAMP if found >= Version(VALUE_CLAMP_SINCE) else None
 
+
 PINS_08: tuple[str, ...] = ("transformers==4.51.3", "deepspeed==0.16.7", "datasets==3.6.0")
 """What the compat venv switches to for OpenRLHF 0.8.x: 0.8.0's own transformers and deepspeed
 pins (0.8.x pins transformers 4.51-4.56, deepspeed 0.16-0.17), and a datasets that imports with

@@ -283,7 +283,9 @@ def test_loss_side_through_the_real_training_step() -> None:
     live = actor(data["sequences"], data["action_mask"], attention_mask=data["attention_mask"])
     want = core.loss_term(live, ref, data["action_mask"], LOSS, old_logp=logp)  # coef included
     torch.testing.assert_close(loss, want.detach(), atol=1e-6, rtol=1e-5)
-    trainer.training_step(exp, COEF, *step_arguments())  # native: token-level k2, not the sequence's
+    trainer.training_step(
+        exp, COEF, *step_arguments()
+    )  # native: token-level k2, not the sequence's
     assert abs(float(trainer.strategy.losses[-1] - loss)) > 1e-4
 
 

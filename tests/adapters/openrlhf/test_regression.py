@@ -82,7 +82,9 @@ def test_compute_approx_kl_values_and_gradients(estimator: str, batch: dict) -> 
     # The clamp matters: with the other clamp (none from 0.8.6, +-10 before) the core differs
     # on the extreme tokens.
     other = 10.0 if native_clamp() is None else None
-    elsewise = core.kl_terms(logp, batch["ref"], mask, native_loss(estimator).replace(kl_clamp=other))
+    elsewise = core.kl_terms(
+        logp, batch["ref"], mask, native_loss(estimator).replace(kl_clamp=other)
+    )
     assert not torch.allclose(native * mask, elsewise)
 
 
