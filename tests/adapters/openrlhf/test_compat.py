@@ -1,10 +1,11 @@
 """The OpenRLHF adapter on the installed OpenRLHF release (``nox -s compat`` runs this file against
-every release of the compat matrix, 0.9.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
+every release of the compat matrix, 0.8.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
 
 The behaviour canaries pass and each fails with a clear error when its function is planted to
 compute something else; a planted signature change of each patched function is refused; what
 the patch follows (flat or dotted args, ``masked_mean`` or ``aggregate_loss``, ``training_step``
-with or without ``loss_batch_info``) agrees with the recorded change points; the reward side
+with or without ``step`` and ``loss_batch_info``, the scalar reward in ``info["reward"]`` or
+``Experience.rewards``, the value clamp) agrees with the recorded change points; the reward side
 through the real ``compute_advantages_and_returns`` and the loss side through the real
 ``training_step`` equal the core on this release, in this release's own args layout.
 """

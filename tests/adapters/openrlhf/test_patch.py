@@ -189,6 +189,36 @@ def test_sequence_penalty_enters_before_group_baseline(
     assert not torch.allclose(native, want, atol=1e-4)
 
 
+def test_sequence_penalty_reaches_the_reward_the_release_reads(batch: dict) -> None:
+    """0.8.0-0.8.2 read the scalar reward from info["reward"] (also logged): the patch lowers it
+    for the advantages and puts the score back afterwards; from 0.8.3, Experience.rewards
+    carries the lowered reward (test_sequence_penalty_enters_before_group_baseline checks the
+    returns on every release)."""
+    config = KLConfig(estimator="k1", placement="reward", coef=COEF)
+    apply(config)
+    args = args_for(config, advantage="rloo")
+    exps = []
+    for rows in (slice(0, 4), slice(4, 8)):
+        exp = make_experience(
+            batch["rewards"][rows],
+            batch["logp"][rows],
+            batch["ref"][rows],
+            batch["mask"][rows],
+            list(range(8))[rows],
+        )
+        attach_kl_like_make_experience(exp, batch["ref"][rows], args)
+        exps.append(exp)
+    out = make_experience_maker(args).compute_advantages_and_returns(exps)
+    penalty = core.reward_penalty(batch["logp"], batch["ref"], batch["mask"], config)
+    if P._holds_rewards(out[0]):
+        got = torch.cat([e.rewards for e in out])
+        torch.testing.assert_close(got, batch["rewards"] - penalty)
+    else:
+        assert all(not hasattr(e, "rewards") for e in out)
+        torch.testing.assert_close(torch.cat([e.info["reward"] for e in out]), batch["rewards"])
+    assert float(penalty.abs().min()) > 1e-4  # the penalty is not trivially zero
+
+
 def test_other_clamp_reward_to_go_and_native_again_after_revert(batch: dict) -> None:
     """The clamp this release does not have (none from 0.8.6, +-10 before) is patched in."""
     other = 10.0 if native_clamp() is None else None
