@@ -1,4 +1,4 @@
-"""Patches that make OpenRLHF 0.11.x run what its flags cannot express, with the core's maths.
+"""Patches that make OpenRLHF 0.8-0.11 run what its flags cannot express, with the core's maths.
 
 Patched only where :func:`~kl_patches.adapters.openrlhf.translate.native_gaps` says the flags fall
 short, per side:
@@ -29,12 +29,16 @@ missing hook point raises naming the supported versions. The two ``compute_appro
 are the names each module imported (each gets its own replacement), not the defining function.
 Deviation from OpenRLHF on purpose: no clamps unless the config sets them.
 
-Releases 0.10.0-0.11.2 differ in what the patch touches, and each difference is read from the
-installed objects (:func:`resolve_targets`, :func:`kl_args`): the flat ``args`` of 0.10.0-0.10.1
-(``use_kl_loss``, ``init_kl_coef``, ``kl_estimator``) against ``args.algo.kl.*`` from 0.10.2; the
-KL loss mean through ``masked_mean`` before 0.10.3 and ``aggregate_loss`` after; the
-``loss_batch_info`` argument of ``training_step`` from 0.10.4; the ``compute_approx_kl``
-signature of 0.11.1 (``log_probs_old``, ``unbiased_gradient``). :func:`apply` checks the version,
+Releases 0.8.0-0.11.2 differ in what the patch touches, and each difference is read from the
+installed objects (:func:`resolve_targets`, :func:`kl_args`, :func:`_holds_rewards`): the flat
+``args`` of 0.8.0-0.10.1 (``use_kl_loss``, ``init_kl_coef``, ``kl_estimator``) against
+``args.algo.kl.*`` from 0.10.2; the scalar reward in ``info["reward"]`` on 0.8.0-0.8.2 (lowered
+by the sequence penalty for the advantages, then given back its score for OpenRLHF's logs) and
+in ``Experience.rewards`` from 0.8.3; the KL loss mean through ``masked_mean`` before 0.10.3 and
+``aggregate_loss`` after; ``training_step``'s ``step`` (from 0.8.6) and ``loss_batch_info`` (from
+0.10.4), passed on as OpenRLHF passes them; the ``compute_approx_kl`` signature of 0.11.1
+(``log_probs_old``, ``unbiased_gradient``). OpenRLHF clamps the estimator values from 0.8.6 only,
+so which configurations need a patch depends on the release (:func:`needed_sides`). :func:`apply` checks the version,
 the signatures recorded for the tested releases (:data:`~.versions.SIGNATURES`) and the
 behaviour canaries (:mod:`.canaries`) before patching.
 """
@@ -453,7 +457,7 @@ def apply(
         raise RuntimeError(
             f"kl_patches: {unreached} import OpenRLHF's compute_approx_kl by name but are not "
             f"patched (the patch covers {REWARD_MODULE} and {LOSS_MODULE}, the only importers "
-            "of 0.10.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
+            "of 0.8.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
         )
     return config
 
