@@ -38,9 +38,9 @@ in ``Experience.rewards`` from 0.8.3; the KL loss mean through ``masked_mean`` b
 ``aggregate_loss`` after; ``training_step``'s ``step`` (from 0.8.6) and ``loss_batch_info`` (from
 0.10.4), passed on as OpenRLHF passes them; the ``compute_approx_kl`` signature of 0.11.1
 (``log_probs_old``, ``unbiased_gradient``). OpenRLHF clamps the estimator values from 0.8.6 only,
-so which configurations need a patch depends on the release (:func:`needed_sides`). :func:`apply` checks the version,
-the signatures recorded for the tested releases (:data:`~.versions.SIGNATURES`) and the
-behaviour canaries (:mod:`.canaries`) before patching.
+so which configurations need a patch depends on the release (:func:`needed_sides`).
+:func:`apply` checks the version, the signatures recorded for the tested releases
+(:data:`~.versions.SIGNATURES`) and the behaviour canaries (:mod:`.canaries`) before patching.
 """
 
 from __future__ import annotations
