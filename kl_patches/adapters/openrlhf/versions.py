@@ -267,18 +267,18 @@ def installed_version() -> str | None:
         return None
 
 
-SWEEP: dict[str, str] = {
-    "0.10.1": "32 passed, 43 deselected (flat args)",
-    "0.10.1.post1": "32 passed, 43 deselected (flat args)",
-    "0.10.1.post2": "32 passed, 43 deselected (flat args)",
-    "0.11.0": "72 passed, 3 deselected",
+SWEEP: dict[str, tuple[str, str]] = {
+    "0.8.2": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.8.5": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.8.11": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.10.1": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.10.1.post1": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.10.1.post2": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.11.0": ("72 passed, 3 deselected", "2026-12-01"),
 }
-"""Release -> result of the compat tests (``COMPAT_PLAN.tests``, :func:`deselected` applied) run
-once against it in the compat venv: the releases of the range outside :data:`COMPAT_MATRIX`,
-recorded by hand from that run."""
-
-SWEEP_WHEN = "sweep of 2026-12-01"
-"""When :data:`SWEEP` was measured."""
+"""Release -> (result of the compat tests, ``COMPAT_PLAN.tests`` with :func:`deselected` applied,
+run once against it in the compat venv; the day of that run): releases of the range outside
+:data:`COMPAT_MATRIX`, recorded by hand from that run (``nox -s compat_sweep`` reruns all)."""
 
 
 def support_rows() -> tuple[SupportRow, ...]:
@@ -320,7 +320,8 @@ def support_rows() -> tuple[SupportRow, ...]:
         if Version(first) < Version("0.9.0"):
             tested += f" ({', '.join(p.replace('==', ' ') for p in PINS_08[:2])})"
         if once:
-            tested += f"; once: {', '.join(once)} ({SWEEP_WHEN})"
+            days = " and ".join(sorted({SWEEP[v][1] for v in once}))
+            tested += f"; once: {', '.join(once)} (sweep of {days})"
         span = first if len(segment) == 1 else f"{first}-{segment[-1]}"
         out.append(SupportRow(span, native, patched, tested))
     out.append(
