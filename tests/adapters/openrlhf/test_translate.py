@@ -61,7 +61,7 @@ def test_releases_before_0_8_6_clamp_nothing() -> None:
     from kl_patches.adapters.openrlhf.versions import VALUE_CLAMP_SINCE
 
     assert HISTORY.change_points("estimator.value_clamp")[-1] == VALUE_CLAMP_SINCE == "0.8.6"
-    unclamped = KLConfig(estimator="k2", placement="loss", coef=0.02)
+    unclamped = KLConfig(estimator="k2", placement="loss", coef=0.02, loss_aggregation="token_mean")
     clamped = unclamped.replace(kl_clamp=10.0)
     for version, native, patched in (("0.8.5", unclamped, clamped), ("0.8.6", clamped, unclamped)):
         assert is_native(native, version) and needed_sides(native, version) == ()
