@@ -12,7 +12,9 @@ import os
 
 import nox
 
-nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat", "e2e"]
+nox.options.sessions = ["lint", "docs", "core", "trl", "verl", "openrlhf", "compat"]
+"""The e2e tests run inside the trl/verl/openrlhf sessions (same environment: one install saved
+per library); ``nox -s e2e`` runs them alone."""
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
@@ -64,7 +66,8 @@ def trl(session: nox.Session) -> None:
     """TRL adapter against real TRL 1.16.0 on CPU (the extra is the supported range; the
     session pins the release the bit-for-bit tests were written against)."""
     _install_trl(session)
-    _pytest(session, _tests("trl"))
+    # the wheel checks: nox -s record_check; the end-to-end runs: here and in nox -s e2e
+    _pytest(session, _tests("trl"), _e2e("trl"), "-m", "not wheels")
 
 
 def _install_trl(session: nox.Session) -> None:
@@ -90,6 +93,7 @@ VERL_CPU_DEPS = (
     "cachetools",
     "TransferQueue>=0.1.10",
     "pyyaml",
+    "aiohttp",  # verl's reward loop (used by the trainer in tests/e2e, not by the unit tests)
 )
 
 
@@ -103,7 +107,7 @@ def verl(session: nox.Session) -> None:
     needs it).
     """
     _install_verl(session)
-    _pytest(session, _tests("verl"))
+    _pytest(session, _tests("verl"), _e2e("verl"))
 
 
 def _install_verl(session: nox.Session) -> None:
@@ -136,7 +140,7 @@ def openrlhf(session: nox.Session) -> None:
     tests/adapters/openrlhf_support/stubs) on the path.
     """
     _install_openrlhf(session)
-    _pytest(session, _tests("openrlhf"))
+    _pytest(session, _tests("openrlhf"), _e2e("openrlhf"))
 
 
 def _install_openrlhf(session: nox.Session) -> None:
@@ -154,9 +158,7 @@ def e2e(session: nox.Session, library: str) -> None:
     (``tests/e2e/``): a tiny model built in the test, 3 steps per configuration, the values
     the workers used recomputed in the test. Same environment as the library's session."""
     {"trl": _install_trl, "verl": _install_verl, "openrlhf": _install_openrlhf}[library](session)
-    if library == "verl":
-        session.install("aiohttp")  # verl's reward loop (used by the trainer, not the unit tests)
-    _pytest(session, os.path.join("tests", "e2e", f"test_{library}.py"))
+    _pytest(session, _e2e(library))
 
 
 @nox.session
@@ -263,7 +265,7 @@ def record_check(session: nox.Session) -> None:
     farm = os.path.join(session.create_tmp(), "trl-releases")
     session.run("python", "-m", "kl_patches.dev", "unpack", "trl", farm, env=ENV)
     session.run("pytest", "-q", "-p", "no:cacheprovider", "tests/adapters/trl/test_history.py",
-                "tests/adapters/trl/test_compat_data.py", "-k", "wheels or check",
+                "tests/adapters/trl/test_compat_data.py", "-m", "wheels",
                 env={**ENV, "KL_PATCHES_TRL_WHEELS": farm})  # fmt: skip
 
 
@@ -307,6 +309,10 @@ def newest(session: nox.Session, library: str) -> None:
 
 LIBRARIES = ("trl", "verl", "openrlhf")
 """Libraries whose tests live in tests/adapters/<library>/ and run in their own session."""
+
+
+def _e2e(library: str) -> str:
+    return os.path.join("tests", "e2e", f"test_{library}.py")
 
 
 def _tests(library: str) -> str:

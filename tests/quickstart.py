@@ -95,6 +95,8 @@ def rewrite(part: str, venvs: dict[str, Path], out: Path) -> str:
         return f"{shlex.quote(sys.executable)} -m nox --list"
     if head == "kl-patches" and words[1:] == ["demo"]:
         return f"kl-patches demo --out {shlex.quote(str(out))}"
+    if head == words[0]:
+        return part  # as written: its quoting and command substitutions are the user's
     return " ".join(shlex.quote(w) for w in [head, *words[1:]])
 
 

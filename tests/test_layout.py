@@ -39,3 +39,31 @@ def test_shared_adapter_modules_have_tests() -> None:
     ]
     tested = {p.stem.removeprefix("test_") for p in (ROOT / "tests" / "adapters").glob("test_*.py")}
     assert sorted(set(shared) - tested - {"base"}) == []  # base: through test_registry
+
+
+SOURCE_SUFFIXES = {".py", ".md", ".json", ".yaml", ".yml", ".sh", ".toml", ".txt"}
+NOT_SOURCE = {"__pycache__", ".nox", ".git", ".venv", ".venv-test", ".mypy_cache", ".ruff_cache",
+              ".pytest_cache", "build", "dist", "out"}  # fmt: skip
+
+
+def test_no_source_file_is_git_ignored() -> None:
+    """A file the package or its tests read must reach a clean clone: a too-wide .gitignore
+    pattern (``site/`` once hid the e2e harness's ``startup`` hook) fails here, in the working
+    tree where the file exists, instead of in CI where it is silently absent."""
+    import subprocess
+
+    roots = ("kl_patches", "tests", "benchmarks", "docs", "recipes", ".ci")
+    files = [
+        str(p.relative_to(ROOT))
+        for r in roots
+        for p in (ROOT / r).rglob("*")
+        if p.is_file() and p.suffix in SOURCE_SUFFIXES and not NOT_SOURCE & set(p.parts)
+        and not any(part.endswith(".egg-info") for part in p.parts)
+    ]  # fmt: skip
+    assert files
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(files),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr  # 1: nothing ignored
+    assert done.stdout.split() == []

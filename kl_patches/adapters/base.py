@@ -74,6 +74,9 @@ class NativeReading:
     loss_config: KLConfig | None = None
     """The loss side's KLConfig when it uses another estimator than the reward side (both
     placements on, each side its own estimator); None when :attr:`config` describes both."""
+    switch: str = ""
+    """The kl-patches change for this launch when the generic k1-in-reward switch cannot serve
+    it (under unsloth only the loss side can be patched); empty: the generic switch."""
 
 
 @dataclass(frozen=True)

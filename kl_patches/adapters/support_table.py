@@ -18,10 +18,19 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-LIBRARIES = ("trl", "verl", "openrlhf")
-"""Libraries with a support table, in the order of docs/support.md."""
+LIBRARIES = ("trl", "verl", "openrlhf", "unsloth")
+"""Libraries with a support table, in the order of docs/support.md (unsloth: its own loss,
+patched by :mod:`kl_patches.adapters.trl.unsloth`)."""
 
-TITLES = {"trl": "TRL", "verl": "verl", "openrlhf": "OpenRLHF"}
+TITLES = {"trl": "TRL", "verl": "verl", "openrlhf": "OpenRLHF", "unsloth": "unsloth_zoo"}
+
+MODULES = {
+    "trl": "kl_patches.adapters.trl.versions",
+    "verl": "kl_patches.adapters.verl.versions",
+    "openrlhf": "kl_patches.adapters.openrlhf.versions",
+    "unsloth": "kl_patches.adapters.trl.unsloth",
+}
+"""The module whose ``support_rows()`` gives each table."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ def rows(library: str) -> tuple[SupportRow, ...]:
     """The support rows of ``library`` (from ``kl_patches.adapters.<library>.versions``)."""
     if library not in LIBRARIES:
         raise ValueError(f"library={library!r} is not valid; choose one of {list(LIBRARIES)}")
-    module = importlib.import_module(f"kl_patches.adapters.{library}.versions")
+    module = importlib.import_module(MODULES[library])
     found: tuple[SupportRow, ...] = module.support_rows()
     return found
 
@@ -83,8 +92,8 @@ def sync(path: Path, library: str, *, write: bool = False) -> bool:
 
 
 def targets(root: Path) -> list[tuple[Path, str]]:
-    """(file, library) for every table: docs/support.md has all three, each library's docs page
-    its own."""
+    """(file, library) for every table: docs/support.md has all of them, each library's docs
+    page its own."""
     return [(root / "docs" / "support.md", lib) for lib in LIBRARIES] + [
         (root / "docs" / f"{lib}.md", lib) for lib in LIBRARIES
     ]

@@ -137,7 +137,7 @@ def audit_reading(
             )
         )
     status = status_of(reading, on_policy, findings)
-    fix_switch = "" if status == "unbiased" else switch_fix(reading.config)
+    fix_switch = "" if status == "unbiased" else (reading.switch or switch_fix(reading.config))
     fix_native = () if status == "unbiased" else tuple(reading.fix)
     return AuditEntry(
         origin=origin,

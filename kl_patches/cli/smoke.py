@@ -103,7 +103,7 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
 
     from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
     from kl_patches.adapters.trl import hooks
-    from kl_patches.adapters.trl.launch import DEFAULTS_OF_FLAGS
+    from kl_patches.adapters.trl.launch import DEFAULTS_OF_FLAGS, updates_of
 
     started = time.monotonic()
     hf_logging.set_verbosity_error()
@@ -111,6 +111,11 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
     torch.set_num_threads(2)
     model_dir = tiny.build_model_dir(folder / "model")
+    import trl as trl_module
+
+    arguments = trl_module.GRPOConfig(
+        **tiny.common_args(folder / "run", max_steps=steps, scale_rewards="none")
+    )
     announce(
         LaunchReport(
             prog="kl-patches smoke trl",
@@ -121,6 +126,7 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
             ),
             route="kl_patches.trl.GRPOTrainer on a tiny random Qwen2 built in "
             f"{model_dir} (CPU, fp32, {steps} steps of 8 completions in groups of 4)",
+            updates=updates_of(arguments),
         )
     )
     kept: list[dict[str, float]] = []
@@ -132,13 +138,8 @@ def run_trl(config: Any, steps: int, folder: Path, coef_given: bool = False) -> 
             if logs and "train_runtime" not in logs:  # the end-of-training summary is not a step
                 kept.append({"step": float(state.global_step), **logs})
 
-    import trl as trl_module
-
     from kl_patches.trl import GRPOTrainer
 
-    arguments = trl_module.GRPOConfig(
-        **tiny.common_args(folder / "run", max_steps=steps, scale_rewards="none")
-    )
     trainer = GRPOTrainer(
         str(model_dir),
         tiny.target_reward,

@@ -26,12 +26,15 @@ def test_every_tested_release_has_a_ci_row_and_the_ends_are_refused_or_canaried(
 ) -> None:
     import importlib
 
-    versions = importlib.import_module(f"kl_patches.adapters.{library}.versions")
+    versions = importlib.import_module(support_table.MODULES[library])
     found = rows(library)
     assert all(isinstance(r, SupportRow) and r.native and r.patched for r in found)
     assert found[0].releases.startswith("< ") and found[0].tested == "refused"
     assert found[-1].releases.startswith(">= ") and "canaries" in found[-1].tested
-    ci = " ".join(r.releases + " " + r.tested for r in found if "CI" in r.tested)
+    # tested in CI, or (unsloth: a 3 GB environment) by its own nox session
+    ci = " ".join(
+        r.releases + " " + r.tested for r in found if "CI" in r.tested or "nox -s" in r.tested
+    )
     assert all(v in ci for v in versions.SUPPORT.tested)
     table = render(library)
     assert table.count("\n") == len(found) + 1

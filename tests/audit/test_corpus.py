@@ -61,6 +61,8 @@ def _check(entry: AuditEntry, want: dict[str, Any], name: str) -> None:
         assert want["origin"] in entry.origin, (name, entry.origin)
     if "description" in want:
         assert doc["description"] == want["description"], (name, doc["description"])
+    if "fix_switch" in want:  # the kl-patches change printed last (a substring of it)
+        assert want["fix_switch"] in entry.fix_switch, (name, entry.fix_switch)
     absent = set(want.get("not_findings", [])) & {f.code for f in entry.findings}
     assert not absent, f"{name}: findings {sorted(absent)} must not appear"
     skip = {
@@ -68,6 +70,7 @@ def _check(entry: AuditEntry, want: dict[str, Any], name: str) -> None:
         "off_policy_reason",
         "origin",
         "description",
+        "fix_switch",
         "not_findings",
         "loss_estimator",
         "loss_coef",

@@ -82,7 +82,7 @@ LAUNCHES: list[tuple[str, str, list[str], str]] = [
         "launcher-verl",
         "verl-key-set-twice",
         ["verl", "--kl", "k1-in-reward", "--", "algorithm.kl_ctrl.kl_coef=0.5"],
-        "these keys are set both by --kl and by your overrides",
+        "algorithm.kl_ctrl.kl_coef=0.5 (your overrides) vs algorithm.kl_ctrl.kl_coef=0.001 (--kl)",
     ),
     (
         "launcher-openrlhf",

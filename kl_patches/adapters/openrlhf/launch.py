@@ -8,11 +8,13 @@ sets any :class:`~kl_patches.config.KLConfig` field (``none`` for an optional on
 coefficient defaults to OpenRLHF's own ``--algo.kl.init_coef`` default, 0.01 (not KLConfig's
 0.05). ``--print`` prints the ``train_ppo_ray`` command with the native flags and
 ``--print-runtime-env`` the runtime_env JSON and the native flags, instead of running (neither
-needs a GPU nor OpenRLHF). The launcher prints the KL block
+needs a GPU nor OpenRLHF); ``--check`` runs ``train_ppo_ray``'s own parser and post-parse
+checks and stops before Ray (:func:`check`). The launcher prints the launch report
 (:mod:`kl_patches.adapters.launch_report`), adds the native flags (``to_args``), refuses
-conflicting ``--algo.kl.*`` flags, starts Ray with the setup hook
-``kl_patches.openrlhf.ray_setup_hook`` and the configuration in ``runtime_env``, patches the
-driver and runs OpenRLHF's own entry point (see docs/openrlhf.md for ``ray job submit``).
+``--algo.kl.*`` flags that set another value than ``--kl`` does (the same value is fine),
+starts Ray with the setup hook ``kl_patches.openrlhf.ray_setup_hook`` and the configuration in
+``runtime_env``, patches the driver and runs OpenRLHF's own entry point (see docs/openrlhf.md
+for ``ray job submit``).
 Imports only the standard library and kl-patches' config at module level.
 """
 
@@ -28,7 +30,13 @@ from typing import Any
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
-from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
+from kl_patches.adapters.launch_report import (
+    LaunchReport,
+    Updates,
+    announce,
+    coef_source,
+    integer,
+)
 from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
@@ -50,7 +58,7 @@ DEFAULTS_OF_FLAGS = {
 """The launcher's defaults where OpenRLHF has its own (the coefficient; the value is checked
 against the adapter's recorded flag defaults by the tests)."""
 
-OWN_FLAGS = ("--print", "--print-runtime-env")
+OWN_FLAGS = ("--print", "--print-runtime-env", "--check")
 """The launcher's own switches (taken out before OpenRLHF sees the command line)."""
 
 
@@ -76,6 +84,12 @@ def help_parser() -> argparse.ArgumentParser:
         "--print-runtime-env",
         action="store_true",
         help="print the runtime_env JSON and the native flags for `ray job submit` and exit",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="parse the command with train_ppo_ray's own parser, run the checks it runs after "
+        "parsing, and exit before Ray starts (needs OpenRLHF, no GPU)",
     )
     return p
 
@@ -141,22 +155,17 @@ def build_argv(config: KLConfig, openrlhf_argv: Sequence[str], version: str) -> 
 
 
 def warnings_for(config: KLConfig, openrlhf_argv: Sequence[str]) -> list[str]:
-    """What the launcher warns about: theory's verdict when biased, OpenRLHF's own findings.
+    """OpenRLHF's own findings for the launch (theory's verdict is the report's own line).
 
     OpenRLHF's findings describe what its flags alone would run; the ones about the clamp, the
     shaping and the aggregation are superseded when a patch takes over that side.
     """
-    from kl_patches.theory import verdict
-
     from .read import read
     from .translate import native_gaps
     from .versions import TESTED_VERSION, installed_version
 
     reading = read(openrlhf_argv)
     out = []
-    v = verdict(config, off_policy=reading.off_policy)
-    if not v.unbiased:
-        out.append(f"[warning] {config.short_name}: {v.explanation} {v.advice}".strip())
     patched = any(native_gaps(config, installed_version() or TESTED_VERSION).values())
     for finding in reading.findings:
         if finding.severity == "info" or (
@@ -181,6 +190,7 @@ def main(argv: list[str]) -> int:
         return 0
     show = "--print-runtime-env" in args
     print_only = "--print" in args
+    check_only = "--check" in args
     ours, rest = split_argv([a for a in args if a not in OWN_FLAGS])
     config = parse_kl_args(ours)
     if config is None:
@@ -216,11 +226,111 @@ def main(argv: list[str]) -> int:
         raise errors.UsageError(str(err)) from None
     final = build_argv(config, rest, version)
     announce(_report(config, ours, final, rest, patches.needed_sides(config)))
+    if check_only:
+        check(final)
+        return 0
     with errors.library_code():
         ray_init(config)
         sys.argv = [ENTRY, *final]
         runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
     return 0
+
+
+class _Checked(Exception):
+    """Raised in place of ``train(args)`` once train_ppo_ray's checks have passed."""
+
+
+def check(argv: Sequence[str]) -> None:
+    """``--check``: ``train_ppo_ray``'s own ``__main__`` block on ``argv`` (its argparse
+    parser, ``hierarchize`` and every check it runs after parsing), stopped where it would call
+    ``train(args)``: that one statement is replaced, nothing else. OpenRLHF's own messages go
+    to stderr; a failed check is a UsageError with OpenRLHF's message, a bad flag argparse's
+    exit 2. Raises UsageError when the installed ``train_ppo_ray`` does not end its
+    ``__main__`` block with ``train(args)`` (the check would not be OpenRLHF's)."""
+    import ast
+    import contextlib
+    import importlib.util
+
+    spec = importlib.util.find_spec(ENTRY)
+    if spec is None or spec.origin is None:
+        raise errors.UsageError(f"{ENTRY} is not importable here: install OpenRLHF")
+    source = Path(spec.origin).read_text(encoding="utf-8")
+    tree = ast.parse(source, spec.origin)
+    block = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"'
+        ),
+        None,
+    )
+    last = block.body[-1] if block is not None and block.body else None
+    if not (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and ast.unparse(last.value) == "train(args)"
+    ):
+        raise errors.UsageError(
+            f"{spec.origin} does not end its __main__ block with train(args); --check runs "
+            "OpenRLHF's checks only up to that call, so it cannot check this release"
+        )
+    assert block is not None
+    stop = ast.parse("raise __kl_patches_checked__(args)").body[0]
+    block.body[-1] = ast.copy_location(stop, last)
+    code = compile(ast.fix_missing_locations(tree), spec.origin, "exec")
+    scope: dict[str, Any] = {
+        "__name__": "__main__",
+        "__file__": spec.origin,
+        "__kl_patches_checked__": _Checked,
+    }
+    saved = sys.argv
+    sys.argv = [spec.origin, *argv]
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            exec(code, scope)
+    except _Checked:
+        pass
+    except AssertionError as err:
+        raise errors.UsageError(
+            f"OpenRLHF's train_ppo_ray refuses the arguments: {err}".rstrip(": ")
+        ) from None
+    finally:
+        sys.argv = saved
+    print(
+        f"kl_patches.openrlhf: {ENTRY}'s parser and the checks it runs after parsing accept "
+        "the command",
+        file=sys.stderr,
+    )
+
+
+def updates_of(reading: Any) -> Updates:
+    """On- or off-policy for this launch, from the reader's settings (OpenRLHF's defaults for
+    flags not given); unknown when a batch size is no number."""
+    from .read import off_policy_reasons
+
+    s = reading.settings
+    keys = ("rollout.batch_size", "rollout.n_samples_per_prompt", "train.batch_size")
+    numbers = {k: integer(s.get(k)) for k in (*keys, "train.max_epochs")}
+    batch, n, train, epochs = (numbers[k] for k in (*keys, "train.max_epochs"))
+    how = ""
+    if batch is not None and n is not None:
+        how = f"--train.batch_size {batch * n} (rollout.batch_size x n_samples_per_prompt)"
+        how += ", --train.max_epochs 1, no --train.async_enable"
+    if None in numbers.values():
+        unset = [f"{k}={s.get(k)}" for k, v in numbers.items() if v is None]
+        if s.get("train.async_enable"):
+            return Updates("off-policy", "train.async_enable: rollouts come from an older policy")
+        return Updates("unknown", f"{', '.join(unset)}: not a number")
+    reasons = off_policy_reasons(s)
+    if reasons:
+        return Updates("off-policy", "; ".join(reasons), on_policy_how=how)
+    return Updates(
+        "on-policy",
+        f"rollout.batch_size {batch} x n_samples_per_prompt {n} <= train.batch_size {train}, "
+        f"train.max_epochs {epochs}: one optimiser step per rollout batch",
+    )
 
 
 def _report(
@@ -230,7 +340,7 @@ def _report(
     rest: Sequence[str],
     sides: Sequence[str],
 ) -> LaunchReport:
-    """The KL block of a launch (:mod:`kl_patches.adapters.launch_report`)."""
+    """The launch report (:mod:`kl_patches.adapters.launch_report`)."""
     from .read import read
 
     given = [t.split("=")[0] for t in ours if t.split("=")[0] == "--kl.coef"]
@@ -240,13 +350,20 @@ def _report(
         if sides
         else " (no patch needed)"
     )
+    reading = read(list(final))
+    changes = [
+        f"Ray is started by the launcher (ray.init) with runtime_env worker_process_setup_hook="
+        f"{HOOK} and {ENV_VAR} in env_vars, plus the env_vars train_ppo_ray would set "
+        f"({', '.join(OPENRLHF_ENV_DEFAULTS)}): how the configuration reaches every worker"
+    ]
     return LaunchReport(
         prog="kl_patches.openrlhf",
         library="OpenRLHF",
         config=config,
+        updates=updates_of(reading),
         coef_source=coef_source(given, DEFAULTS_OF_FLAGS["coef"].source),
         route=route,
-        off_policy=read(list(final)).off_policy,
+        changes=tuple(changes),
         notes=tuple(warnings_for(config, final)),
     )
 
@@ -260,7 +377,7 @@ def launcher_payload(
     """
     from .versions import TESTED_VERSION
 
-    ours, rest = split_argv(argv)
+    ours, rest = split_argv([a for a in argv if a not in OWN_FLAGS])  # the launcher's own
     config = parse_kl_args(ours)
     if config is None:
         return LaunchPayload(rest)

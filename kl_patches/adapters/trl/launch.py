@@ -14,8 +14,10 @@ to inherit.
 
 The launcher checks the KL flags before TRL is imported, parses the rest with ``TrlParser``
 (TRL's script arguments, plus :class:`.KLArguments` for the flat spellings), calls
-:func:`.apply`, prints the KL block (:mod:`kl_patches.adapters.launch_report`) and only then
-runs TRL's ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. ``--help`` prints the
+:func:`.apply`, prints the launch report (:mod:`kl_patches.adapters.launch_report`) and only
+then runs TRL's ``trl.scripts.grpo.main`` / ``trl.scripts.rloo.main`` unchanged. ``--check``
+stops after TRL's parser (the config dataclasses' ``__post_init__``) and the KL checks
+(:func:`check`), with the report printed and nothing patched. ``--help`` prints the
 KL options and TRL's own. Under ``accelerate launch -m kl_patches.trl ...`` every rank runs this
 module, so every rank applies the patch; at exit each rank reports (on stderr, one write per
 line) how often each hook ran, fails if the loss or scoring hooks never ran, and ends with
@@ -40,7 +42,7 @@ from typing import Any, NoReturn
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
-from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
+from kl_patches.adapters.launch_report import LaunchReport, Updates, announce, coef_source
 from kl_patches.cli import errors
 from kl_patches.config import ESTIMATOR_ALIASES, FIELD_CHOICES, KLConfig
 
@@ -67,6 +69,8 @@ USAGE = (
 )
 
 SWITCHES = (MONITOR_SWITCH,)
+CHECK = "--check"
+"""The launcher's own switch: parse everything as a launch would, report, and exit."""
 """``--kl.<switch>`` options of this launcher that are not KLConfig fields (on/off)."""
 
 DEFAULTS_OF_FLAGS = {
@@ -246,6 +250,13 @@ def help_text(trainer: str) -> str:
     )
     flags.add_arguments(p, defaults=DEFAULTS_OF_FLAGS)
     p.add_argument(
+        CHECK,
+        action="store_true",
+        help="parse the command as TRL does (its config dataclasses' __post_init__ checks "
+        "run), check the KL settings against them, print the launch report and exit "
+        "(needs TRL, no GPU)",
+    )
+    p.add_argument(
         flags.PREFIX + MONITOR_SWITCH,
         action="store_true",
         help="also log the exact KL over the whole vocabulary (two extra forwards per "
@@ -287,7 +298,11 @@ def main(argv: list[str]) -> int:
     if "-h" in args[1:] or "--help" in args[1:]:
         print(help_text(args[0]))
         return 0
-    launch = parse(args[0], args[1:])
+    check_only = CHECK in args[1:]
+    launch = parse(args[0], [a for a in args[1:] if a != CHECK])
+    if check_only:
+        check(launch)
+        return 0
     from .delivery import export
     from .patch import apply, hook_calls
 
@@ -339,25 +354,102 @@ class Launch:
     coef_given: tuple[str, ...]
     """Where the coefficient was set (flags, the file's ``kl:``); empty for the default."""
 
-    def report(self, config: KLConfig) -> LaunchReport:
-        """The KL block printed before TRL's script starts (``config``: what ``apply`` took)."""
-        from .read import off_policy_reasons, settings_at
-        from .semantics import semantics
+    @property
+    def training(self) -> Any:
+        """TRL's training arguments (GRPOConfig/RLOOConfig) among the parsed dataclasses."""
+        return next((a for a in self.parsed if hasattr(a, "gradient_accumulation_steps")), None)
 
-        training = next((a for a in self.parsed if hasattr(a, "gradient_accumulation_steps")), None)
-        kind = "RLOO" if type(training).__name__.startswith("RLOO") else "GRPO"
-        off_policy = training is not None and bool(
-            off_policy_reasons(settings_at(training, kind, semantics()), training)
+    @property
+    def kind(self) -> str:
+        """``GRPO`` or ``RLOO``."""
+        return "RLOO" if type(self.training).__name__.startswith("RLOO") else "GRPO"
+
+    def updates(self) -> Updates:
+        """On- or off-policy for this launch (:func:`updates_of`)."""
+        if self.training is None:
+            return Updates("unknown", "no GRPO/RLOO training arguments were parsed")
+        return updates_of(self.training)
+
+    def changes(self, config: KLConfig) -> list[str]:
+        """What the launch changes in TRL beyond the KL, each with why."""
+        from .hooks import trl_beta
+
+        beta = trl_beta(config)
+        was = getattr(self.training, "beta", None)
+        kind = self.kind
+        if beta:
+            what = (
+                f"{kind}Config.beta={beta:g} (was {was:g}): TRL then loads the reference model; "
+                "TRL's own KL term is off while its loss runs (beta is set to 0 around it), "
+                "the KL is kl-patches'"
+            )
+        else:
+            what = f"{kind}Config.beta=0 (was {was:g}): no reference model, no KL from TRL"
+        out = [what] if was is None or float(was) != beta else []
+        out.append(
+            f"{kind}Trainer's methods are patched in place on every rank (the hooks of "
+            "kl_patches.adapters.trl.hooks); the advantages are recomputed with TRL's own "
+            "normalisation after the reward-side penalty"
+            if config.has_reward
+            else f"{kind}Trainer's methods are patched in place on every rank"
         )
+        return out
+
+    def report(self, config: KLConfig) -> LaunchReport:
+        """The launch report printed before TRL's script starts (``config``: what ``apply``
+        took)."""
         return LaunchReport(
             prog="kl_patches.trl",
             library="TRL",
             config=config,
+            updates=self.updates(),
             coef_source=coef_source(self.coef_given, DEFAULTS_OF_FLAGS["coef"].source),
-            route=f"TRL's {kind}Trainer with the kl-patches hooks (patched in place)"
+            route=f"TRL's {self.kind}Trainer with the kl-patches hooks (patched in place)"
             + ("; full-vocabulary KL monitor on" if self.monitor else ""),
-            off_policy=off_policy,
+            changes=tuple(self.changes(config)),
         )
+
+
+def updates_of(training: Any) -> Updates:
+    """On- or off-policy for a run with TRL's ``training`` arguments (a GRPOConfig or
+    RLOOConfig whose ``__post_init__`` has filled ``steps_per_generation``: nothing unset)."""
+    from .read import off_policy_reasons, settings_at
+    from .semantics import semantics
+
+    kind = "RLOO" if type(training).__name__.startswith("RLOO") else "GRPO"
+    s = settings_at(training, kind, semantics())
+    ga = s["gradient_accumulation_steps"]
+    spg = s["steps_per_generation"]
+    how = f"steps_per_generation={ga} (= gradient_accumulation_steps) and num_iterations=1"
+    reasons = off_policy_reasons(s, training)
+    if reasons:
+        return Updates("off-policy", "; ".join(reasons), on_policy_how=how)
+    return Updates(
+        "on-policy",
+        f"num_iterations={s['num_iterations']}, steps_per_generation={spg} = "
+        f"gradient_accumulation_steps={ga}: one optimiser step per generation batch",
+    )
+
+
+def check(launch: Launch) -> None:
+    """``--check``: TRL's parser has built its config dataclasses (their ``__post_init__``
+    checks ran in :func:`parse`); check the KL settings against them as a trainer built with
+    them would (:func:`.hooks.validate`), print the launch report, and say so. Nothing is
+    patched and no model is loaded."""
+    from .hooks import validate
+
+    training = launch.training
+    if training is None:
+        raise errors.UsageError("TRL's parser returned no GRPO/RLOO training arguments")
+    try:
+        validate(launch.kind, training, launch.config)
+    except ValueError as err:
+        raise errors.UsageError(str(err)) from None
+    announce(launch.report(launch.config))
+    errors.say(
+        f"kl_patches.trl: TRL's parser and {type(training).__name__}.__post_init__ accept the "
+        "arguments, and the KL settings fit them"
+    )
 
 
 def parse(trainer: str, argv: Sequence[str]) -> Launch:
@@ -473,7 +565,7 @@ def launcher_payload(
 ) -> LaunchPayload:
     """``python -m kl_patches.trl grpo|rloo ...``: the TRL dict with the ``--kl`` flags as its
     ``kl_*`` keys (which the reader reads as a run through kl-patches)."""
-    ours, rest = flags.split_argv(argv, switches=SWITCHES)
+    ours, rest = flags.split_argv([a for a in argv if a != CHECK], switches=SWITCHES)
     _, ours = _switch(ours, MONITOR_SWITCH)
     data = argv_dict(rest, label.split()[-1], base_dir)
     if ours:

@@ -352,6 +352,8 @@ def read(
         + tuple(extra),
         fix=unsloth_facts.fix(config, s) if unsloth else _fix(kind, s, config),
         off_policy_reason="; ".join(reasons),
+        # the TRL patch refuses unsloth's trainer: its own loss-side patch is the change
+        switch=unsloth_facts.patch_advice(config, s) if unsloth else "",
     )
 
 

@@ -69,6 +69,7 @@ from kl_patches.adapters.patching import (
     signature_shape,
 )
 from kl_patches.adapters.support import Canary, VersionSupport
+from kl_patches.adapters.support_table import SupportRow
 from kl_patches.config import KLConfig
 from kl_patches.core import loss_term, per_token_kl
 from kl_patches.theory import verdict
@@ -78,6 +79,42 @@ from . import unsloth_facts
 SUPPORT = VersionSupport("unsloth_zoo", ">=2026.10.9,<2026.11", tested=("2026.10.9",))
 """The unsloth_zoo releases whose ``grpo_compute_loss`` the patch was tested against (with
 unsloth of the same release and TRL 1.15.0); a newer final release passes when the canary does."""
+
+
+def support_rows() -> tuple[SupportRow, ...]:
+    """The unsloth rows of the support tables (:mod:`kl_patches.adapters.support_table`)."""
+    low = SUPPORT.supported.split(",")[0].removeprefix(">=")
+    high = SUPPORT.supported.split(",")[1].removeprefix("<")
+    native = (
+        "k3 in the loss only (unsloth_zoo's `grpo_compute_loss`, `beta`), reduced like "
+        "`loss_type`; no KL in the reward"
+    )
+    return (
+        SupportRow(
+            f"< {low}",
+            native + " (release facts: docs/unsloth.md)",
+            "refused: the hook points and the canary were tested on the releases of the next "
+            "row only (older unsloth_zoo does not import without a GPU, so its generated trainer "
+            "cannot run here); `kl-patches audit` reads these launches with each release's "
+            "defaults",
+            "refused",
+        ),
+        SupportRow(
+            f">= {low}, < {high}",
+            native + ", times pi/pi_old with `use_bias_correction_kl`, clamped to [-10, 10]",
+            "the loss side of any KLConfig inside unsloth's own loss (reward and both refused: "
+            "unsloth scores in its copy of TRL's code); `kl_patches.adapters.trl.unsloth.apply`",
+            f"`nox -s unsloth` (tested: {', '.join(SUPPORT.tested)}, TRL "
+            f"{', '.join(TRL_TESTED)}; not in `.ci/run`)",
+        ),
+        SupportRow(
+            f">= {high}",
+            native,
+            "runs with one warning when the behaviour canary passes; refused otherwise",
+            "canaries only",
+        ),
+    )
+
 
 TRL_TESTED = ("1.15.0",)
 """The TRL releases the generated trainer was tested from."""

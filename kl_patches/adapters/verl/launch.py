@@ -3,9 +3,12 @@
     kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- algorithm.adv_estimator=grpo ...
 
 Adds :func:`~kl_patches.adapters.verl.to_overrides` to the user's Hydra overrides (a key set
-both ways is an error, not a silent precedence rule), prints the KL block
-(:mod:`kl_patches.adapters.launch_report`) and the audit's findings for the combined
-configuration before verl starts, and runs ``python -m verl.trainer.main_ppo`` with them.
+both ways to the same value is kept once; to different values it is an error naming both, not a
+silent precedence rule), prints the launch report (:mod:`kl_patches.adapters.launch_report`:
+on- or off-policy from the batch sizes, what changes beyond the KL) and the audit's findings for
+the combined configuration before verl starts, and runs ``python -m verl.trainer.main_ppo``
+with them. ``--check`` instead composes verl's config and runs the checks ``main_ppo`` runs
+before it starts workers (:func:`check`).
 When the config needs the patch, the overrides carry ``KL_PATCHES_VERL`` into every Ray
 process through ``ray_kwargs.ray_init.runtime_env.env_vars``; the launcher also sets it for the
 driver, with Ray's ``RAY_RUNTIME_ENV_HOOK`` (verl < 0.9 loads no entry point), and refuses to
@@ -30,11 +33,17 @@ from typing import Any
 
 from kl_patches.adapters import flags
 from kl_patches.adapters.base import LaunchPayload
-from kl_patches.adapters.launch_report import LaunchReport, announce, coef_source
+from kl_patches.adapters.launch_report import (
+    LaunchReport,
+    Updates,
+    announce,
+    coef_source,
+    integer,
+)
 from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
-from .read import read
+from .read import ASYNC_MODES, read
 from .translate import (
     needs_patch,
     parse_overrides,
@@ -67,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
         description="Run verl's PPO/GRPO trainer with a kl-patches KL configuration.",
         epilog="Everything after '--' is passed to verl as Hydra overrides. Without --kl, "
         "verl's KL settings are left as the overrides give them. --print and --check need no "
-        "GPU: the first prints the command, the second composes verl's config with it.",
+        "GPU: the first prints the command, the second runs verl's own config checks on it.",
     )
     flags.add_arguments(p, defaults=DEFAULTS_OF_FLAGS)
     p.add_argument(
@@ -89,7 +98,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check",
         action="store_true",
-        help="compose verl's config with the overrides and exit (needs verl, no GPU)",
+        help="compose verl's config with the overrides, run the checks verl's main_ppo runs "
+        "before it starts workers (validate_config) and exit (needs verl, no GPU)",
     )
     p.add_argument("--entry", default=ENTRY, help=f"python module to run (default {ENTRY})")
     p.add_argument("--strict", action="store_true", help="exit 1 if the audit finds an error")
@@ -161,7 +171,8 @@ def _key(override: str) -> str:
 
 
 def build(config: KLConfig | None, user: list[str], kl_outside_std: bool = False) -> list[str]:
-    """The user's overrides plus ours; raises if both set the same key."""
+    """The user's overrides plus ours. A key both set to the same value is kept once (the
+    user's spelling); set to different values, it is an error naming both."""
     ours = (
         []
         if config is None
@@ -169,13 +180,34 @@ def build(config: KLConfig | None, user: list[str], kl_outside_std: bool = False
             config, kl_outside_std=kl_outside_std, policy_loss_agg_mode=_user_aggregation(user)
         )
     )
-    clash = sorted({_key(o) for o in ours} & {_key(o) for o in user})
-    if clash:
+    theirs = {_key(o): o for o in user}
+    clashes: list[str] = []
+    kept: list[str] = []
+    for override in ours:
+        mine = theirs.get(_key(override))
+        if mine is None:
+            kept.append(override)
+        elif _same(mine, override):
+            continue  # the user already sets it to what --kl sets: keep theirs
+        else:
+            clashes.append(f"{mine} (your overrides) vs {override.lstrip('+')} (--kl)")
+    if clashes:
         raise ValueError(
-            f"these keys are set both by --kl and by your overrides: {clash}; drop them from "
-            "the overrides (--kl sets them) or drop --kl"
+            "--kl and your overrides set the same keys to different values: "
+            + "; ".join(clashes)
+            + ". Drop those overrides (--kl sets them), change --kl to match them, or drop --kl"
         )
-    return [*user, *ours]
+    return [*user, *kept]
+
+
+def _same(a: str, b: str) -> bool:
+    """True when two overrides of one key set the same value (as Hydra reads them)."""
+    if a.startswith("~") or b.startswith("~"):
+        return False
+    try:
+        return parse_overrides([a]) == parse_overrides([b])
+    except ValueError:
+        return False
 
 
 def _user_aggregation(user: list[str]) -> str | None:
@@ -271,7 +303,7 @@ def main(argv: list[str]) -> int:
     kl_outside_std = outside_std(args)
     overrides = build(config, user, kl_outside_std)
     reading = read(overrides)
-    announce(_report(args, config, kl_outside_std, reading, user))
+    announce(_report(args, config, kl_outside_std, reading, user, overrides))
     for finding in reading.findings:
         fix = f" Fix: {finding.fix}" if finding.fix else ""
         print(
@@ -285,17 +317,7 @@ def main(argv: list[str]) -> int:
         print(" ".join(_quote(c) for c in command))
         return 0
     if args.check:
-        from .hydra_config import compose
-
-        try:
-            compose(overrides)
-        except ImportError:
-            raise
-        except Exception as err:  # Hydra's composition errors: the user's overrides
-            if errors.debug_requested(own, True):
-                raise
-            raise errors.UsageError(f"verl's config refuses the overrides: {err}") from err
-        print("kl-patches verl: verl's config accepts the overrides", file=sys.stderr)
+        check(overrides, debug=errors.debug_requested(own, True))
         return 0
     env = dict(os.environ)
     spec = patch_spec_of(settings_of(overrides))
@@ -310,14 +332,182 @@ def main(argv: list[str]) -> int:
     return subprocess.call(command, env=env)
 
 
+def check(overrides: list[str], debug: bool = False) -> None:
+    """``--check``: what ``verl.trainer.main_ppo`` does with its config before it starts Ray.
+
+    Composes verl's config with the overrides (Hydra, strict keys), then runs the checks
+    ``main_ppo.main`` runs on it before any worker starts, through the names main_ppo itself
+    uses: ``auto_set_device`` where it has it, then ``validate_config(config,
+    use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))``
+    (verl 0.9.1: batch sizes divisible by the GPUs, micro-batch sizes set, the actor and
+    critic dataclasses' own ``validate``). verl's own printing goes to stderr. A refusal is a
+    UsageError with verl's message; a verl whose main_ppo has no such function (its checks run
+    inside the trainer, after Ray starts) is an error saying so, not a pass.
+    """
+    import contextlib
+    import importlib
+
+    from .hydra_config import compose
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            config = compose(overrides)
+    except ImportError:
+        raise
+    except Exception as err:  # Hydra's composition errors: the user's overrides
+        if debug:
+            raise
+        raise errors.UsageError(f"verl's config refuses the overrides: {err}") from err
+    main_ppo = importlib.import_module(ENTRY)
+    names = ("validate_config", "need_reference_policy", "need_critic")
+    missing = [n for n in names if not hasattr(main_ppo, n)]
+    if missing:
+        raise errors.UsageError(
+            f"verl {installed_version()}: {ENTRY} has no {', '.join(missing)}, so its config "
+            "checks run inside the trainer after Ray starts; --check composed the config only "
+            "(verl's config accepts the overrides) and cannot run those checks"
+        )
+    try:
+        with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # need_critic's "Disabled critic"
+            if hasattr(main_ppo, "auto_set_device"):
+                main_ppo.auto_set_device(config)
+            main_ppo.validate_config(
+                config=config,
+                use_reference_policy=main_ppo.need_reference_policy(config),
+                use_critic=main_ppo.need_critic(config),
+            )
+    except ImportError:
+        raise
+    except Exception as err:  # verl's own validation: assertions and ValueErrors
+        if debug:
+            raise
+        text = str(err).strip() or type(err).__name__
+        raise errors.UsageError(
+            f"verl's validation (main_ppo's validate_config) refuses the config: {text}"
+        ) from err
+    print(
+        "kl-patches verl: verl's config accepts the overrides and passes main_ppo's "
+        "validate_config (the checks verl runs before it starts workers)",
+        file=sys.stderr,
+    )
+
+
+KL_KEYS = frozenset(
+    {
+        "algorithm.use_kl_in_reward",
+        "algorithm.kl_penalty",
+        "algorithm.kl_ctrl.type",
+        "algorithm.kl_ctrl.kl_coef",
+        ACTOR + "use_kl_loss",
+        ACTOR + "kl_loss_type",
+        ACTOR + "kl_loss_coef",
+    }
+)
+"""The KL switches :func:`to_overrides` writes; every other key it writes is a change beyond the
+KL, which the launch report says."""
+
+
+def updates_of(overrides: list[str]) -> Updates:
+    """On- or off-policy for this launch, from the combined overrides (verl's defaults where
+    they set nothing, said as such); unknown when a batch size is set to no number."""
+    given = parse_overrides(overrides)
+    s = settings_of(overrides)
+    shown: dict[str, str] = {}
+    values: dict[str, int | None] = {}
+    for key in (ACTOR + "ppo_mini_batch_size", "data.train_batch_size", ACTOR + "ppo_epochs"):
+        short = key.removeprefix(ACTOR)
+        values[short] = integer(s[key])
+        default = "" if key in given else " (verl's default)"
+        text = "null" if s[key] is None else s[key]
+        shown[short] = f"{short}={text}{default}"
+    unset = [shown[k] for k, v in values.items() if v is None]
+    mini, batch, epochs = (
+        values["ppo_mini_batch_size"],
+        values["data.train_batch_size"],
+        values["ppo_epochs"],
+    )
+    how = (
+        f"ppo_mini_batch_size = data.train_batch_size ({batch}) and ppo_epochs=1"
+        if batch is not None
+        else ""
+    )
+    reasons: list[str] = []
+    if mini is not None and batch is not None and mini < batch:
+        reasons.append(
+            f"{shown['ppo_mini_batch_size']} < {shown['data.train_batch_size']}: "
+            f"{-(-batch // max(1, mini))} updates per batch"
+        )
+    if epochs is not None and epochs > 1:
+        reasons.append(f"{shown['ppo_epochs']}: each batch is trained on {epochs} times")
+    mode = given.get("trainer.v1.trainer_mode")
+    if mode in ASYNC_MODES and bool(s["trainer.use_v1"]):
+        reasons.append(f"trainer.v1.trainer_mode={mode}: rollouts come from an older policy")
+        how = ""
+    if reasons:
+        return Updates("off-policy", "; ".join(reasons), on_policy_how=how)
+    if unset:
+        return Updates(
+            "unknown", f"{', '.join(unset)}: not a number, so the updates per batch are unknown"
+        )
+    return Updates(
+        "on-policy",
+        f"{shown['ppo_mini_batch_size']} {'=' if mini == batch else '>'} "
+        f"{shown['data.train_batch_size']}, "
+        f"{shown['ppo_epochs']}: one update per batch",
+    )
+
+
+def changes_of(config: KLConfig | None, user: list[str], overrides: list[str]) -> list[str]:
+    """What the launch changes beyond the KL, each with why (empty without ``--kl``)."""
+    if config is None:
+        return []
+    from .delivery import RUNTIME_ENV_HOOK
+
+    theirs = {_key(o) for o in user}
+    ours = [o for o in overrides[len(user) :] if _key(o) not in KL_KEYS]
+    out: list[str] = []
+    for override in ours:
+        key = _key(override)
+        if key == AGG_KEY:
+            was = _user_aggregation(user) or "token-mean, verl's default"
+            out.append(
+                f"{override} (was {was}): verl aggregates the policy-gradient loss with this "
+                "same key, so the policy loss changes too; with placement 'both' the "
+                "reward-side KL reaches the gradient through the policy loss, which must then "
+                f"be aggregated like the loss-side KL ({config.loss_aggregation})"
+            )
+        elif key.endswith("env_vars." + ENV_VAR):
+            out.append(
+                f"{ENV_VAR} in every Ray worker's environment ({key.rsplit('.', 1)[0]}) and "
+                f"RAY_RUNTIME_ENV_HOOK={RUNTIME_ENV_HOOK} in the driver's: the patch's "
+                "configuration and its delivery to each worker"
+            )
+        elif key not in theirs:
+            out.append(f"{override}: set by kl-patches")
+    before = settings_of(user)
+    after = settings_of(overrides)
+
+    def reference(s: dict[str, Any]) -> bool:
+        return bool(s["algorithm.use_kl_in_reward"]) or bool(s[ACTOR + "use_kl_loss"])
+
+    if reference(after) and not reference(before):
+        out.append(
+            "verl now loads the reference policy (actor_rollout_ref.ref: one more model in "
+            "memory), which it does whenever a KL is on"
+        )
+    return out
+
+
 def _report(
     args: argparse.Namespace,
     config: KLConfig | None,
     kl_outside_std: bool,
     reading: Any,
     user: list[str],
+    overrides: list[str],
 ) -> LaunchReport:
-    """The KL block of a launch: what verl will run with the combined overrides."""
+    """The launch report: what verl will run with the combined overrides."""
     if config is None:
         source = "from the overrides (no --kl given)"
         route = "verl's own options as the overrides give them (no --kl: nothing added)"
@@ -333,12 +523,12 @@ def _report(
     notes: list[str] = []
     v_fix = " ".join(reading.fix)
     if reading.config.placement != "none" and v_fix:
-        from kl_patches.theory import verdict
+        from kl_patches.audit.verdicts import verdict_of
 
-        if not verdict(reading.config, off_policy=reading.off_policy).unbiased:
-            notes.append(f"k1-in-reward natively: {v_fix}")
+        if not verdict_of(reading, off_policy=False).unbiased:  # the KL itself, not the updates
+            notes.append(f"k1-in-reward with verl alone: {v_fix}")
     aggregation = aggregation_note(config, user)
-    if aggregation is not None:
+    if aggregation is not None and AGG_KEY not in {_key(o) for o in overrides[len(user) :]}:
         notes.append(aggregation)
     version = installed_version()
     if version is not None and version not in TESTED_VERSIONS:
@@ -350,9 +540,11 @@ def _report(
         prog="kl-patches verl",
         library="verl",
         config=reading.config,
+        updates=updates_of(overrides),
         coef_source=source,
         route=route,
-        off_policy=reading.off_policy,
+        changes=tuple(changes_of(config, user, overrides)),
+        loss_config=reading.loss_config,
         notes=tuple(notes),
     )
 

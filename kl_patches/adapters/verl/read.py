@@ -83,6 +83,16 @@ ASYNC_MODES = ("colocate_async", "separate_async")
 """``trainer.v1.trainer_mode`` values whose rollouts come from an older policy."""
 
 
+def _number(value: Any) -> int | None:
+    """A batch-size setting as an int; None when unset (null, empty, not a whole number)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
 def is_off_policy(settings: dict[str, Any]) -> bool:
     """Several actor updates per batch: ``ppo_epochs > 1`` or mini-batches smaller than it."""
     epochs = int(settings[ACTOR + "ppo_epochs"])
@@ -95,10 +105,10 @@ def off_policy_reasons(
 ) -> list[str]:
     """Why a verl run's updates are off-policy, each reason with the settings behind it."""
     out: list[str] = []
-    epochs = int(settings[ACTOR + "ppo_epochs"])
-    mini = int(settings[ACTOR + "ppo_mini_batch_size"])
-    batch = int(settings["data.train_batch_size"])
-    if mini < batch:
+    epochs = _number(settings[ACTOR + "ppo_epochs"]) or 1
+    mini = _number(settings[ACTOR + "ppo_mini_batch_size"])
+    batch = _number(settings["data.train_batch_size"])
+    if mini is not None and batch is not None and mini < batch:  # unset: no reason claimed
         out.append(
             f"ppo_mini_batch_size={mini} < data.train_batch_size={batch}: "
             f"{-(-batch // max(1, mini))} updates per batch"

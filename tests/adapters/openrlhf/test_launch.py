@@ -87,13 +87,13 @@ def test_print_runtime_env_for_ray_job_submit(capsys: pytest.CaptureFixture[str]
     assert flags_line.split() == to_args(config)
 
 
-def test_launcher_warns_from_theory_and_openrlhf_findings() -> None:
+def test_launcher_warns_from_openrlhf_findings() -> None:
+    """The notes are OpenRLHF's findings; theory's verdict is the report's own line."""
     from kl_patches.openrlhf import warnings_for
 
     on_policy = ["--rollout.batch_size", "16", "--rollout.n_samples_per_prompt", "8"]
     k3_loss = KLConfig.parse("k3-in-loss", coef=0.01)
-    biased = warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2"))
-    assert len(biased) == 1 and "k3-in-loss" in biased[0] and "forward KL" in biased[0]
+    assert warnings_for(k3_loss, build_argv(k3_loss, on_policy, "0.11.2")) == []
     k1 = KLConfig(coef=0.01)
     assert warnings_for(k1, build_argv(k1, on_policy, "0.11.2")) == []
     adaptive = warnings_for(k1, build_argv(k1, [*on_policy, "--algo.kl.target", "6"], "0.11.2"))
@@ -124,4 +124,66 @@ def test_print_shows_the_command_and_the_kl_block_without_openrlhf(
     assert "-m openrlhf.cli.train_ppo_ray --advantage_estimator group_norm" in out
     assert "--algo.kl.estimator k3" in out and "--algo.kl.use_loss" in out
     assert err.startswith("kl_patches.openrlhf: KL regulariser for OpenRLHF\n")
-    assert "coef:      0.01 (the default: OpenRLHF's own default" in err
+    assert "coef:         0.01 (the default: OpenRLHF's own default" in err
+    # OpenRLHF's defaults: 1024 prompts x 1 sample per rollout, train.batch_size 128
+    assert "updates:      off-policy: 8 optimiser steps per rollout batch" in err
+    assert "verdict:      biased for the reverse KL" in err and "these off-policy updates" in err
+
+
+def test_the_report_says_whether_this_run_is_off_policy_and_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 38: an off-policy launch is told so with the flags behind it, and is not told
+    "On-policy: Keep it"; an on-policy one with the same KL gets no advice."""
+    base = ["--kl", "k1-in-reward", "--print", "--rollout.batch_size", "16"]
+    argv = [*base, "--rollout.n_samples_per_prompt", "8", "--train.batch_size", "32"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert (
+        "updates:      off-policy: 4 optimiser steps per rollout batch (rollout.batch_size" in err
+    )
+    assert "for these off-policy updates" in err and "On-policy:" not in err
+    assert "Or make the run on-policy (--train.batch_size 128 (rollout.batch_size x" in err
+    assert main([*base, "--rollout.n_samples_per_prompt", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "updates:      on-policy: rollout.batch_size 16 x n_samples_per_prompt 8" in err
+    assert "for these on-policy updates" in err and "advice" not in err
+    assert "also changes: Ray is started by the launcher" in err
+
+
+def test_check_runs_train_ppo_rays_own_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    """--check: train_ppo_ray's parser and the checks after it, stopped before train(args);
+    a refusal is OpenRLHF's own message, one line, exit 2."""
+    pytest.importorskip("openrlhf")
+    import kl_patches.adapters.openrlhf.launch as launcher
+
+    started: list[object] = []
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(launcher, "ray_init", lambda *a, **k: started.append(a))
+    try:
+        argv = ["--kl", "k1-in-reward", "--check", "--algo.advantage.estimator", "group_norm"]
+        assert main([*argv, "--rollout.n_samples_per_prompt", "1"]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last == (
+            "kl_patches.openrlhf: OpenRLHF's train_ppo_ray refuses the arguments: group_norm "
+            "requires n_samples_per_prompt > 1"
+        )
+        assert main([*argv, "--rollout.n_samples_per_prompt", "8"]) == 0
+        err = capsys.readouterr().err
+        assert err.startswith("kl_patches.openrlhf: KL regulariser for OpenRLHF\n")
+        assert err.strip().endswith(
+            "parser and the checks it runs after parsing accept the command"
+        )
+        assert main([*argv, "--no_such_flag"]) == 2  # train_ppo_ray's argparse
+        assert started == []  # nothing was started
+    finally:
+        monkey.undo()
+
+
+def test_the_audit_reads_a_launch_without_the_launchers_own_switches() -> None:
+    from kl_patches.adapters.openrlhf.launch import launcher_payload
+
+    argv = ["--kl", "k1-in-reward", "--rollout.batch_size", "16"]
+    for switch in ("--check", "--print"):
+        payload = launcher_payload("x", [*argv, switch]).payload
+        assert payload == launcher_payload("x", argv).payload and switch not in payload

@@ -185,6 +185,7 @@ def test_install_recipes_cover_every_1x_release_once() -> None:
         assert recipe.commands[0] == "pip install torch==2.13.0"  # CPU wheel first
 
 
-@pytest.mark.skipif(not _WHEELS, reason="set KL_PATCHES_TRL_WHEELS to unpacked trl wheels")
+@pytest.mark.wheels  # selected by nox -s record_check, deselected elsewhere
 def test_everything_against_the_released_wheels() -> None:
+    assert _WHEELS, "set KL_PATCHES_TRL_WHEELS to unpacked trl wheels (nox -s record_check)"
     assert compat.check(_WHEELS) == []

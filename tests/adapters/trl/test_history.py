@@ -212,6 +212,7 @@ def test_check_sources_reports_a_row_without_evidence(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.skipif(not _WHEELS, reason="set KL_PATCHES_TRL_WHEELS to unpacked trl wheels")
+@pytest.mark.wheels  # selected by nox -s record_check, deselected elsewhere
 def test_every_row_against_the_released_wheels() -> None:
+    assert _WHEELS, "set KL_PATCHES_TRL_WHEELS to unpacked trl wheels (nox -s record_check)"
     assert check_sources(_WHEELS) == []

@@ -210,3 +210,56 @@ def test_help_lists_the_kl_options_in_plain_words_and_trls_own(
     assert "TRL's RLOO beta default" in " ".join(out.split())
     assert "TRL's own options (trl.scripts.grpo)" in out and "--learning_rate" in out
     assert "--kl_coef" not in out and "``" not in out and ":class:" not in out
+
+
+# ----------------------------------------------------------------------------- --check, report
+def test_check_runs_trls_post_init_and_stops_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--check``: TRL's own config checks (``GRPOConfig.__post_init__``) refuse what the
+    run would refuse, as one line and exit 2; accepted, the report is printed and nothing is
+    patched or trained."""
+    from kl_patches.adapters.trl import launch, patch
+
+    recipe = str(RECIPES / "grpo_k1_in_reward.yaml")
+    assert launch.main(["grpo", "--config", recipe, *CPU, "--num_generations", "3", "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "must be divisible by num_generations (3)" in err[0], err
+    out_dir = ["--output_dir", str(tmp_path / "out")]
+    assert launch.main(["grpo", "--config", recipe, *CPU, *out_dir, "--check"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("kl_patches.trl: KL regulariser for TRL\n")
+    assert "GRPOConfig.__post_init__ accept the arguments" in err
+    assert not patch.applied() and not (tmp_path / "out").exists()
+
+
+def test_report_says_off_policy_with_trls_settings_and_no_on_policy_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An off-policy TRL run (one generation batch for several optimiser steps) is told so,
+    with the settings behind it; the advice names the way out, not "On-policy: Keep it"."""
+    from kl_patches.adapters.trl import launch
+
+    recipe = str(RECIPES / "grpo_k1_in_reward.yaml")
+    argv = ["--config", recipe, *CPU, "--steps_per_generation", "8", "--check"]
+    assert launch.main(["grpo", *argv]) == 0
+    err = capsys.readouterr().err
+    training = launch.parse("grpo", argv[:-1]).training
+    ga = training.gradient_accumulation_steps
+    assert (
+        f"updates:      off-policy: steps_per_generation=8 > gradient_accumulation_steps={ga}"
+        in err
+    )
+    assert "biased for the reverse KL (on samples of an older policy), for these off-policy" in err
+    assert "On-policy:" not in err and "Or make the run on-policy (steps_per_generation=" in err
+    coef = launch.parse("grpo", argv[:-1]).config.coef
+    assert f"also changes: GRPOConfig.beta={coef:g} (was {training.beta:g}): TRL then loads" in err
+
+
+def test_the_audit_reads_a_check_launch_as_the_launch_itself() -> None:
+    from kl_patches.adapters.trl.launch import launcher_payload
+
+    argv = ["--config", str(RECIPES / "grpo_k1_in_reward.yaml"), "--kl.coef", "0.1"]
+    checked = launcher_payload("kl_patches.trl grpo", [*argv, "--check"], None).payload
+    assert checked == launcher_payload("kl_patches.trl grpo", argv, None).payload
+    assert isinstance(checked, dict) and "check" not in checked

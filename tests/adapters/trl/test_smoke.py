@@ -19,7 +19,8 @@ def test_smoke_trl_trains_and_prints_the_kl_metrics(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stderr.startswith("kl-patches smoke trl: KL regulariser for TRL\n"), done.stderr
-    assert "config:    k1-in-reward, coef=0.05" in done.stderr
+    assert "KL as run:    k1-in-reward, coef=0.05" in done.stderr
+    assert "updates:      on-policy: num_iterations=1" in done.stderr  # TRL's GRPOConfig read
     assert "\r" not in done.stderr  # stderr is a pipe here: no progress bars redrawn in place
     table = done.stdout.split("KL metrics logged by TRL", 1)[1]
     rows = [line.split() for line in table.splitlines() if line.strip()[:1].isdigit()]

@@ -79,7 +79,11 @@ def test_launcher_print_and_warnings(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_launcher_refuses_clashing_keys(capsys: pytest.CaptureFixture[str]) -> None:
     code = launch.main(["--kl", "k1-in-reward", "--", "algorithm.kl_ctrl.kl_coef=0.5"])
-    assert code == 2 and "algorithm.kl_ctrl.kl_coef" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert (
+        "algorithm.kl_ctrl.kl_coef=0.5 (your overrides) vs algorithm.kl_ctrl.kl_coef=0.001 (--kl)"
+    ) in err[0]
     assert launch.main(["--kl", "k9-in-loss", "--print"]) == 2
     assert launch.main(["--kl-outside-std", "--print"]) == 2
 
@@ -89,8 +93,73 @@ def test_launcher_strict_fails_on_error_findings() -> None:
     assert launch.main(argv) == 1
 
 
-def test_launcher_check_composes_verl_config() -> None:
-    assert launch.main(["--kl", "k2-in-loss", "--set", "granularity=sequence", "--check"]) == 0
+MICRO_BATCHES = [
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+]
+"""What verl 0.9.1's validate_config needs besides its defaults (no micro-batch size is set)."""
+
+
+def test_the_same_key_set_to_the_same_value_both_ways_is_accepted() -> None:
+    """Issue 38: the README's quickstart (--kl k1-in-reward plus the recipe, which sets the
+    same five keys to the same values) was refused as a clash."""
+    recipe = recipe_overrides(RECIPES / "k1_in_reward_grpo.overrides")
+    overrides = launch.overrides_of(["--kl", "k1-in-reward", "--", *recipe])
+    assert overrides == recipe  # nothing added twice: the user's spelling is kept
+    with_own = launch.overrides_of(["--kl", "k1-in-reward", "--", "algorithm.kl_ctrl.kl_coef=1e-3"])
+    assert with_own.count("algorithm.kl_ctrl.kl_coef=1e-3") == 1
+    assert not any(o.startswith("algorithm.kl_ctrl.kl_coef=0.001") for o in with_own)
+    with pytest.raises(ValueError, match=r"kl_penalty=k3 \(your overrides\) vs .*kl_penalty=k1"):
+        launch.overrides_of(["--kl", "k1-in-reward", "--", "algorithm.kl_penalty=k3"])
+
+
+def test_launcher_check_runs_main_ppos_validation(capsys: pytest.CaptureFixture[str]) -> None:
+    """--check runs the checks verl's main_ppo runs before it starts workers (validate_config),
+    not only Hydra's composition: the recipe alone lacks the micro-batch sizes verl needs."""
+    recipe = recipe_overrides(RECIPES / "k1_in_reward_grpo.overrides")
+    assert launch.main(["--kl", "k1-in-reward", "--check", "--", *recipe]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("kl-patches verl: verl's validation (main_ppo's validate_config)")
+    assert "ppo_micro_batch_size" in last
+    argv = ["--kl", "k2-in-loss", "--kl.granularity", "sequence", "--check", "--"]
+    assert launch.main([*argv, "algorithm.adv_estimator=grpo", *MICRO_BATCHES]) == 0  # patched
+    err = capsys.readouterr().err
+    assert "[validate_config] All configuration checks passed successfully!" in err  # verl's own
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "passes main_ppo's validate_config (the checks verl runs before it starts workers)"
+        )
+    )
+
+
+def test_the_report_says_whether_this_run_is_off_policy_and_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["--kl", "k1-in-reward", "--print", "--", "algorithm.adv_estimator=grpo"]
+    assert launch.main([*base, "actor_rollout_ref.actor.ppo_mini_batch_size=256"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "updates:      off-policy: ppo_mini_batch_size=256 < data.train_batch_size=1024 "
+        "(verl's default): 4 updates per batch"
+    ) in err
+    assert "for these off-policy updates" in err and "On-policy:" not in err
+    assert "Or make the run on-policy (ppo_mini_batch_size = data.train_batch_size (1024)" in err
+    assert launch.main([*base, "data.train_batch_size=null"]) == 0
+    err = capsys.readouterr().err
+    assert "updates:      unknown: data.train_batch_size=null: not a number" in err
+    assert "< 0" not in err and "< None" not in err
+    assert (
+        "verdict:      on-policy unbiased for the reverse KL (reverse_kl); off-policy biased" in err
+    )
+    recipe = recipe_overrides(RECIPES / "k1_in_reward_grpo.overrides")
+    assert launch.main(["--kl", "k1-in-reward", "--print", "--", *recipe]) == 0
+    err = capsys.readouterr().err
+    assert "updates:      on-policy: ppo_mini_batch_size=256 = data.train_batch_size=256" in err
+    assert "unbiased for the reverse KL (reverse_kl), for these on-policy updates" in err
+    assert "advice" not in err and "also changes: nothing beyond the KL" in err
 
 
 def test_the_coefficient_defaults_to_verls_own() -> None:
@@ -177,7 +246,10 @@ def test_launcher_says_when_it_changes_the_policy_aggregation(
     assert launch.main(["--kl", "k2-in-both", "--print", "--", "algorithm.adv_estimator=grpo"]) == 0
     out, err = capsys.readouterr()
     assert f"{AGG}=seq-mean-token-sum" in out
-    assert f"{AGG}=seq-mean-token-sum (was token-mean" in err and "placement 'both'" in err
+    assert f"also changes: {AGG}=seq-mean-token-sum (was token-mean, verl's default)" in err
+    assert "verl aggregates the policy-gradient loss with this same key" in err
+    assert "placement 'both'" in err
+    assert f"{versions.ENV_VAR} in every Ray worker's environment" not in err  # native: no patch
     assert launch.main(["--kl", "k3-in-loss", "--print", "--", "algorithm.adv_estimator=grpo"]) == 0
     out, err = capsys.readouterr()
     assert AGG not in out and f"kl_loss_type={versions.MARKER}" in out

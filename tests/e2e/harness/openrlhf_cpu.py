@@ -1,4 +1,5 @@
-"""OpenRLHF on a CPU (test-only): installed in every process of a run by ``startup/sitecustomize.py``.
+"""OpenRLHF on a CPU (test-only): installed in every process of a run by the start-up hook
+(``startup/sitecustomize.py``).
 
 OpenRLHF 0.11.x assumes CUDA devices in its Ray actors. Without changing OpenRLHF this supplies:
 

@@ -31,13 +31,16 @@ class Outcome:
 
 def launch(cmd: list[str], env: dict[str, str], record: Path, log: Path,
            timeout: float = 900.0) -> Outcome:  # fmt: skip
-    """Run ``cmd`` in its own session; kill the whole session if it outlives ``timeout``."""
+    """Run ``cmd`` in its own session, in the log's folder (what a run writes to its working
+    directory, such as Hydra's ``outputs/``, stays out of the checkout); kill the whole session
+    if it outlives ``timeout``."""
     record.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=log.parent,
+        )  # fmt: skip
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
