@@ -110,7 +110,7 @@ the huggingface-hub < 1.0 transformers 4.51 takes (datasets 5 needs huggingface-
 
 PINS_BACK: tuple[str, ...] = ("-U", "transformers==5.15.0", "deepspeed==0.19.6", "datasets")
 """Back to the 0.11.2 set of :data:`COMPAT_PLAN`'s base for 0.9.0 on (0.9.0 itself pins
-transformers 4.57, which the 0.9.0-0.11.2 tests have never needed)."""
+transformers 4.57; the compat session runs 0.9.0-0.11.2 on transformers 5.15.0, as before)."""
 
 PIN_SWITCHES: dict[str, tuple[str, ...]] = {"0.8.0": PINS_08, "0.9.0": PINS_BACK}
 """Release -> the pins its compat step installs after it (one switch there and one back)."""
