@@ -181,7 +181,7 @@ def compat(session: nox.Session, library: str) -> None:
 @nox.parametrize("library", ["trl", "verl", "openrlhf"])
 def compat_sweep(session: nox.Session, library: str) -> None:
     """The compat tests against EVERY release of the tested range (``SWEEP_PLAN``: 23 TRL
-    releases, 10 verl, 22 OpenRLHF), not only the matrix; not in the default sessions (``.ci/run``
+    releases, 10 verl, 37 OpenRLHF), not only the matrix; not in the default sessions (``.ci/run``
     runs ``compat``). Run it when a release's data changes: ``nox -s compat_sweep``."""
     _run_plan(session, library, "SWEEP_PLAN")
 

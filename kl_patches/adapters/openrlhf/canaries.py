@@ -1,7 +1,8 @@
 """Behaviour canaries for the OpenRLHF adapter: OpenRLHF's own KL functions on tiny batches.
 
 The translation and the reader rely on what OpenRLHF computes for each ``--algo.kl.estimator``
-(and its clamp to [-10, 10], :data:`~.versions.NATIVE_KL_CLAMP`); the reward patch relies on
+(and its clamp to [-10, 10] from 0.8.6, none before: :func:`~.versions.native_kl_clamp` of the
+installed release); the reward patch relies on
 ``compute_reward`` putting the scalar reward on the last valid token and ``-coef * kl`` on every
 token (the sequence shape subtracts the core's penalty from the scalar reward and zeroes
 ``kl``); the loss patch relies on the KL mean being the masked token mean it replaces. Each
@@ -20,10 +21,11 @@ import torch
 from kl_patches.adapters.patching import is_replacement
 from kl_patches.adapters.support import Canary
 
-from .versions import NATIVE_KL_CLAMP
+from .versions import installed_version, native_kl_clamp
 
 TOL = 1e-6
-"""Absolute tolerance of every comparison (float32 on a handful of numbers)."""
+"""Absolute tolerance of every comparison (float32 on a handful of numbers); unclamped k3 of a
+log-ratio of -25 (about 7e10, releases before 0.8.6) is compared to the same relative 1e-6."""
 
 MASK = torch.tensor([[1, 1, 1], [1, 1, 0], [1, 0, 0], [1, 1, 1]], dtype=torch.float32)
 
@@ -36,8 +38,8 @@ def original(module: str, name: str) -> Callable[..., Any]:
     return function  # type: ignore[no-any-return]
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a.float(), b.float(), atol=TOL, rtol=0.0))
+def _close(a: torch.Tensor, b: torch.Tensor, rtol: float = 0.0) -> bool:
+    return a.shape == b.shape and bool(torch.allclose(a.float(), b.float(), atol=TOL, rtol=rtol))
 
 
 def _fmt(x: torch.Tensor) -> str:
@@ -53,20 +55,24 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor]:
     return logp, base
 
 
-def estimator(name: str, logp: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
-    """The value the adapter assumes for ``--algo.kl.estimator name``, clamped to +-10."""
+def estimator(
+    name: str, logp: torch.Tensor, base: torch.Tensor, clamp: float | None = 10.0
+) -> torch.Tensor:
+    """The value the adapter assumes for ``--algo.kl.estimator name``, clamped to
+    ``+-clamp`` (None: unclamped, OpenRLHF before 0.8.6)."""
     delta = logp - base
     value = {"k1": delta, "k2": delta.square() / 2, "k3": (-delta).exp() - 1 + delta}[name]
-    return value.clamp(-NATIVE_KL_CLAMP, NATIVE_KL_CLAMP)
+    return value if clamp is None else value.clamp(-clamp, clamp)
 
 
 def _probe_approx_kl() -> str | None:
     compute_approx_kl = original("openrlhf.models.utils", "compute_approx_kl")
+    clamp = native_kl_clamp(installed_version())
     logp, base = _batch()
     for name in ("k1", "k2", "k3"):
         got = compute_approx_kl(logp, base, kl_estimator=name)
-        want = estimator(name, logp, base)
-        if not _close(got, want):
+        want = estimator(name, logp, base, clamp)
+        if not _close(got, want, rtol=0.0 if clamp else TOL):
             return f"{_fmt(got)} for kl_estimator={name!r}, not {_fmt(want)}"
     return None
 
@@ -103,7 +109,8 @@ def canaries() -> tuple[Canary, ...]:
     return (
         Canary(
             "openrlhf.models.utils.compute_approx_kl",
-            "k1 = log-ratio, k2 = half its square, k3 = exp(-r) - 1 + r, each clamped to +-10",
+            "k1 = log-ratio, k2 = half its square, k3 = exp(-r) - 1 + r, each clamped to +-10 "
+            "(from 0.8.6; unclamped before)",
             _probe_approx_kl,
         ),
         Canary(

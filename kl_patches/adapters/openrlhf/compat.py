@@ -1,4 +1,4 @@
-"""The OpenRLHF patch surface from 0.9.0 to 0.11.2, as data: hook points and flags.
+"""The OpenRLHF patch surface from 0.8.0 to 0.11.2, as data: hook points and flags.
 
 :mod:`kl_patches.adapters.openrlhf.patch` wraps ``compute_approx_kl`` where
 ``experience_maker`` and ``ppo_actor`` imported it by name, ``aggregate_loss`` in
@@ -24,6 +24,21 @@ from kl_patches.adapters.surface import ChangePoint, InstallRecipe, Symbol
 from . import recording
 
 RELEASES: tuple[str, ...] = (
+    "0.8.0",
+    "0.8.0.post1",
+    "0.8.1",
+    "0.8.1.post1",
+    "0.8.2",
+    "0.8.3",
+    "0.8.4",
+    "0.8.5",
+    "0.8.6",
+    "0.8.7",
+    "0.8.8",
+    "0.8.9",
+    "0.8.9.post1",
+    "0.8.10",
+    "0.8.11",
     "0.9.0",
     "0.9.1",
     "0.9.1.post1",
@@ -99,6 +114,72 @@ argparse default or None), from the recorded ``train_ppo_ray`` options (a list d
 tuple)."""
 
 CHANGE_POINTS: tuple[ChangePoint, ...] = (
+    ChangePoint(
+        "0.8.1",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "advantages whitened over the flattened rows (torch.cat, not zero_pad_sequences)",
+    ),
+    ChangePoint(
+        "0.8.3",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "scalar reward read from Experience.rewards (info['reward'] before); group std logged",
+    ),
+    ChangePoint(
+        "0.8.3",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "PolicyLoss returns (loss, clip_ratio); entropy coefficient None = off; KL block same",
+    ),
+    ChangePoint(
+        "0.8.5",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "advantages whitened for gae/reinforce/reinforce_baseline only (rloo too before)",
+    ),
+    ChangePoint(
+        "0.8.6",
+        "compute_approx_kl",
+        ("body_sha",),
+        "every estimator value clamped to [-10, 10] (no clamp before)",
+    ),
+    ChangePoint(
+        "0.8.6",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "rewards put back in sample order by Experience.index (dynamic batch); KL unchanged",
+    ),
+    ChangePoint(
+        "0.8.6",
+        "ActorPPOTrainer.training_step",
+        ("signature", "body_sha"),
+        "new step argument (dynamic-batch loss scale and optimiser step); KL block unchanged",
+    ),
+    ChangePoint(
+        "0.8.7",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "DAPO overlong penalty on Experience.rewards (args.overlong_buffer_len); KL unchanged",
+    ),
+    ChangePoint(
+        "0.8.8",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "PolicyLoss also returns ppo_kl (logged); KL block unchanged",
+    ),
+    ChangePoint(
+        "0.8.9",
+        "ActorPPOTrainer.training_step",
+        ("body_sha",),
+        "rollout_log_probs passed to PolicyLoss (vllm_kl logged); KL block unchanged",
+    ),
+    ChangePoint(
+        "0.9.0",
+        "RemoteExperienceMaker.compute_advantages_and_returns",
+        ("body_sha",),
+        "a comment's spelling only",
+    ),
     ChangePoint(
         "0.9.1",
         "RemoteExperienceMaker.compute_advantages_and_returns",
@@ -227,7 +308,8 @@ CHANGE_POINTS: tuple[ChangePoint, ...] = (
         "new flag (default token-mean); the KL loss ignores it",
     ),
 )
-"""What changed, release by release (0.10.0 -> 0.10.1.post2 and 0.11.0 moved nothing)."""
+"""What changed, release by release (0.8.0.post1, 0.8.1.post1, 0.8.2, 0.8.4, 0.8.9.post1-0.8.11,
+0.10.0 -> 0.10.1.post2 and 0.11.0 moved nothing)."""
 
 UNBIASED_GRADIENT_SINCE = "0.11.1"
 """First release with ``--algo.kl.unbiased_gradient`` (versions.UNBIASED_GRADIENT_SINCE agrees)."""

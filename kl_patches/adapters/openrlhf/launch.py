@@ -162,10 +162,11 @@ def warnings_for(config: KLConfig, openrlhf_argv: Sequence[str]) -> list[str]:
     """
     from .read import read
     from .translate import native_gaps
+    from .versions import TESTED_VERSION, installed_version
 
     reading = read(openrlhf_argv)
     out = []
-    patched = any(native_gaps(config).values())
+    patched = any(native_gaps(config, installed_version() or TESTED_VERSION).values())
     for finding in reading.findings:
         if finding.severity == "info" or (
             patched and finding.code != "openrlhf.adaptive_controller"

@@ -1,4 +1,4 @@
-"""Patches that make OpenRLHF 0.11.x run what its flags cannot express, with the core's maths.
+"""Patches that make OpenRLHF 0.8-0.11 run what its flags cannot express, with the core's maths.
 
 Patched only where :func:`~kl_patches.adapters.openrlhf.translate.native_gaps` says the flags fall
 short, per side:
@@ -29,14 +29,18 @@ missing hook point raises naming the supported versions. The two ``compute_appro
 are the names each module imported (each gets its own replacement), not the defining function.
 Deviation from OpenRLHF on purpose: no clamps unless the config sets them.
 
-Releases 0.10.0-0.11.2 differ in what the patch touches, and each difference is read from the
-installed objects (:func:`resolve_targets`, :func:`kl_args`): the flat ``args`` of 0.10.0-0.10.1
-(``use_kl_loss``, ``init_kl_coef``, ``kl_estimator``) against ``args.algo.kl.*`` from 0.10.2; the
-KL loss mean through ``masked_mean`` before 0.10.3 and ``aggregate_loss`` after; the
-``loss_batch_info`` argument of ``training_step`` from 0.10.4; the ``compute_approx_kl``
-signature of 0.11.1 (``log_probs_old``, ``unbiased_gradient``). :func:`apply` checks the version,
-the signatures recorded for the tested releases (:data:`~.versions.SIGNATURES`) and the
-behaviour canaries (:mod:`.canaries`) before patching.
+Releases 0.8.0-0.11.2 differ in what the patch touches, and each difference is read from the
+installed objects (:func:`resolve_targets`, :func:`kl_args`, :func:`_holds_rewards`): the flat
+``args`` of 0.8.0-0.10.1 (``use_kl_loss``, ``init_kl_coef``, ``kl_estimator``) against
+``args.algo.kl.*`` from 0.10.2; the scalar reward in ``info["reward"]`` on 0.8.0-0.8.2 (lowered
+by the sequence penalty for the advantages, then given back its score for OpenRLHF's logs) and
+in ``Experience.rewards`` from 0.8.3; the KL loss mean through ``masked_mean`` before 0.10.3 and
+``aggregate_loss`` after; ``training_step``'s ``step`` (from 0.8.6) and ``loss_batch_info`` (from
+0.10.4), passed on as OpenRLHF passes them; the ``compute_approx_kl`` signature of 0.11.1
+(``log_probs_old``, ``unbiased_gradient``). OpenRLHF clamps the estimator values from 0.8.6 only,
+so which configurations need a patch depends on the release (:func:`needed_sides`).
+:func:`apply` checks the version, the signatures recorded for the tested releases
+(:data:`~.versions.SIGNATURES`) and the behaviour canaries (:mod:`.canaries`) before patching.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from kl_patches.config import KLConfig
 
 from . import canaries, offpolicy
 from .translate import native_gaps, to_args
-from .versions import SIGNATURES, SUPPORT, installed_version
+from .versions import SIGNATURES, SUPPORT, TESTED_VERSION, installed_version
 
 REWARD_MODULE = "openrlhf.trainer.ppo_utils.experience_maker"
 LOSS_MODULE = "openrlhf.trainer.ray.ppo_actor"
@@ -199,6 +203,7 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
     def compute_advantages_and_returns(self: Any, experiences: list[Any], **kwargs: Any) -> Any:
         config = _config()
+        scores: list[tuple[Any, Any]] = []
         if not config.has_loss and kl_args(self.strategy.args)[0]:
             raise RuntimeError(
                 f"kl_patches: {config} has no loss side, but OpenRLHF runs with "
@@ -216,8 +221,15 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                 logp, ref = _reward_inputs(exp)
                 mask = exp.action_mask
                 if shaped.reward_shape == "sequence":
-                    rewards = exp.rewards.to(torch.promote_types(exp.rewards.dtype, torch.float32))
-                    exp.rewards = rewards - core.reward_penalty(logp, ref, mask, shaped)
+                    penalty = core.reward_penalty(logp, ref, mask, shaped)
+                    if _holds_rewards(exp):
+                        rewards = exp.rewards.to(
+                            torch.promote_types(exp.rewards.dtype, torch.float32)
+                        )
+                        exp.rewards = rewards - penalty
+                    else:  # 0.8.0-0.8.2: the scalar reward lives in info["reward"]
+                        scores.append((exp, exp.info["reward"]))
+                        exp.info["reward"] = _minus(exp.info["reward"], penalty)
                     exp.kl = torch.zeros_like(logp)
                 else:
                     # OpenRLHF multiplies by kl_ctl.value and sums to go (its native path).
@@ -228,9 +240,29 @@ def _reward_shaping(original: Any) -> Callable[..., Any]:
                 exp.info[metrics.REWARD_SEQUENCE_KL] = seq_kl.detach().float()
                 exp.info[metrics.REWARD_PENALTY] = coef * seq_kl.detach().float()
                 exp.info[metrics.ACTIVE] = torch.ones_like(seq_kl, dtype=torch.float32)
-        return original(self, experiences, **kwargs)  # **kwargs: 0.9.0-0.9.8 take them
+        try:
+            return original(self, experiences, **kwargs)  # **kwargs: 0.8.0-0.9.8 take them
+        finally:
+            for exp, score in scores:  # OpenRLHF logs info["reward"] later: the score, as native
+                exp.info["reward"] = score
 
     return compute_advantages_and_returns
+
+
+def _holds_rewards(exp: Any) -> bool:
+    """Whether this release's ``Experience`` carries the scalar reward as ``rewards`` (0.8.3+)
+    rather than in ``info["reward"]`` (0.8.0-0.8.2, whose dataclass has no such field)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(exp):
+        return "rewards" in {f.name for f in dataclasses.fields(exp)}
+    return hasattr(exp, "rewards")
+
+
+def _minus(score: Any, penalty: torch.Tensor) -> torch.Tensor:
+    """``info["reward"]`` (a tensor, or a list of floats) minus the per-sample penalty."""
+    score = torch.as_tensor(score, device=penalty.device)
+    return score.to(torch.promote_types(score.dtype, torch.float32)) - penalty
 
 
 # --------------------------------------------------------------------------- loss side
@@ -342,9 +374,7 @@ def _loss_masked_mean(original: Any) -> Callable[..., Any]:
 
 def _training_step(original: Any) -> Callable[..., Any]:
     @functools.wraps(original)
-    def training_step(
-        self: Any, experience: Any, kl_ctl: float, step: int, *args: Any, **kwargs: Any
-    ) -> Any:
+    def training_step(self: Any, experience: Any, kl_ctl: float, *args: Any, **kwargs: Any) -> Any:
         config = _config()
         use_loss, init_coef, _ = kl_args(self.args)
         sequence = offpolicy.active(config)
@@ -364,8 +394,8 @@ def _training_step(original: Any) -> Callable[..., Any]:
         )
         token = _STEP.set(state)
         try:
-            # loss_batch_info exists from 0.10.4: passed on only when OpenRLHF passed it
-            status = original(self, experience, kl_ctl, step, *args, **kwargs)
+            # step exists from 0.8.6, loss_batch_info from 0.10.4: passed on as OpenRLHF passed them
+            status = original(self, experience, kl_ctl, *args, **kwargs)
         finally:
             _STEP.reset(token)
         return _add_loss_metrics(offpolicy.add_metrics(status, state.offpolicy), state)
@@ -384,9 +414,10 @@ _FACTORIES: dict[Target, Callable[[Any], Callable[..., Any]]] = {
 
 
 # --------------------------------------------------------------------------- registry
-def needed_sides(config: KLConfig) -> tuple[str, ...]:
-    """The sides whose patches ``config`` needs (empty: the flags alone run it)."""
-    gaps = native_gaps(config)
+def needed_sides(config: KLConfig, version: str | None = None) -> tuple[str, ...]:
+    """The sides whose patches ``config`` needs on OpenRLHF ``version`` (default: the installed
+    release, else the tested one); empty: the flags alone run it."""
+    gaps = native_gaps(config, version or installed_version() or TESTED_VERSION)
     return tuple(side for side in ("reward", "loss") if gaps[side])
 
 
@@ -410,7 +441,7 @@ def apply(
     if found is None:
         raise RuntimeError("kl_patches: OpenRLHF is not installed (pip install openrlhf)")
     version = SUPPORT.gate(found, force=forced)
-    sides = [s for s in needed_sides(config) if only is None or s == only]
+    sides = [s for s in needed_sides(config, found) if only is None or s == only]
     targets = [t for t in resolve_targets() if SIDES[t] in sides]
     REGISTRY.check_signatures({t: SIGNATURES[_key(t)] for t in targets}, force=forced)
     SUPPORT.verify(version, force=forced, canaries=canaries.canaries())
@@ -426,7 +457,7 @@ def apply(
         raise RuntimeError(
             f"kl_patches: {unreached} import OpenRLHF's compute_approx_kl by name but are not "
             f"patched (the patch covers {REWARD_MODULE} and {LOSS_MODULE}, the only importers "
-            "of 0.10.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
+            "of 0.8.0-0.11.2), so a trainer using them would compute OpenRLHF's own KL"
         )
     return config
 

@@ -11,7 +11,9 @@ What OpenRLHF 0.11.2 runs natively (``openrlhf/models/utils.py``, ``experience_m
 * one placement at a time: ``--algo.kl.use_loss`` moves the KL from the reward to the loss;
   one coefficient ``--algo.kl.init_coef``, and ``init_coef <= 0`` removes the reference model
   and with it every KL term;
-* every estimator value clamped to [-10, 10] (``kl_clamp=10``);
+* every estimator value clamped to [-10, 10] (``kl_clamp=10``) from 0.8.6; 0.8.0-0.8.5 clamp
+  nothing (``kl_clamp=None``): :func:`config_from_settings`, :func:`from_args` and
+  :func:`native_gaps` take the release (:func:`~.versions.native_kl_clamp`);
 * reward side: the per-token estimator times beta is charged as a reward-to-go, added *after*
   the group baseline of the scalar reward (``reward_shape="reward_to_go"``);
 * loss side: a token mean over the optimiser step's global token count
@@ -38,9 +40,9 @@ from . import offpolicy
 from .versions import (
     ADVANTAGE_ESTIMATORS,
     DOTTED_SINCE,
-    NATIVE_KL_CLAMP,
     TESTED_VERSION,
     UNBIASED_GRADIENT_SINCE,
+    native_kl_clamp,
 )
 
 
@@ -192,12 +194,14 @@ def is_off_policy(settings: dict[str, object]) -> bool:
     return bool(settings["train.async_enable"]) or updates_per_rollout(settings) > 1
 
 
-def config_from_settings(settings: dict[str, object]) -> KLConfig:
-    """The KLConfig OpenRLHF runs for already-parsed settings (see :func:`from_args`)."""
+def config_from_settings(settings: dict[str, object], version: str = TESTED_VERSION) -> KLConfig:
+    """The KLConfig OpenRLHF ``version`` runs for already-parsed settings (see
+    :func:`from_args`)."""
+    clamp = native_kl_clamp(version)
     coef = float(settings["algo.kl.init_coef"])  # type: ignore[arg-type]
     estimator = str(settings["algo.kl.estimator"])
     if coef <= 0:
-        return KLConfig(estimator=estimator, placement="none", coef=0.0, kl_clamp=NATIVE_KL_CLAMP)
+        return KLConfig(estimator=estimator, placement="none", coef=0.0, kl_clamp=clamp)
     if settings["algo.kl.use_loss"]:
         if settings["algo.kl.unbiased_gradient"]:
             # Straight-through: gradient of pi/pi_old * k3 per token, whatever the estimator.
@@ -207,44 +211,47 @@ def config_from_settings(settings: dict[str, object]) -> KLConfig:
                 coef=coef,
                 loss_aggregation="token_mean",
                 importance_weighting="token",
-                kl_clamp=NATIVE_KL_CLAMP,
+                kl_clamp=clamp,
             )
         return KLConfig(
             estimator=estimator,
             placement="loss",
             coef=coef,
             loss_aggregation="token_mean",
-            kl_clamp=NATIVE_KL_CLAMP,
+            kl_clamp=clamp,
         )
     return KLConfig(
         estimator=estimator,
         placement="reward",
         coef=coef,
         reward_shape="reward_to_go",
-        kl_clamp=NATIVE_KL_CLAMP,
+        kl_clamp=clamp,
     )
 
 
-def from_args(argv: Sequence[str]) -> KLConfig:
+def from_args(argv: Sequence[str], version: str = TESTED_VERSION) -> KLConfig:
     """The KLConfig an OpenRLHF ``train_ppo_ray`` command line actually runs.
 
     Works without OpenRLHF (defaults of 0.11.2). ``init_coef <= 0`` gives ``placement="none"``
-    (OpenRLHF then builds no reference model). Clamps are reported as OpenRLHF applies them
-    (``kl_clamp=10``).
+    (OpenRLHF then builds no reference model). Clamps are reported as OpenRLHF ``version``
+    applies them (``kl_clamp=10`` from 0.8.6, None before).
     """
     settings, _ = parse_settings(argv)
-    return config_from_settings(settings)
+    return config_from_settings(settings, version)
 
 
-def native_gaps(config: KLConfig) -> dict[str, tuple[str, ...]]:
-    """What OpenRLHF cannot run natively, per side: ``{"reward": (...), "loss": (...)}``.
+def native_gaps(config: KLConfig, version: str = TESTED_VERSION) -> dict[str, tuple[str, ...]]:
+    """What OpenRLHF ``version`` cannot run natively, per side: ``{"reward": (...), "loss":
+    (...)}``.
 
     Empty tuples mean the side is native (or absent). The reasons are short phrases used in
-    error messages and docs.
+    error messages and docs. Only the clamp depends on the release (none before 0.8.6).
     """
     numerics: list[str] = []
-    if config.kl_clamp != NATIVE_KL_CLAMP:
-        numerics.append(f"kl_clamp={config.kl_clamp} (OpenRLHF always clamps to +-10)")
+    clamp = native_kl_clamp(version)
+    if config.kl_clamp != clamp:
+        native = "clamps every value to +-10" if clamp else "clamps nothing before 0.8.6"
+        numerics.append(f"kl_clamp={config.kl_clamp} (OpenRLHF {version} {native})")
     if config.log_ratio_clamp is not None:
         numerics.append(f"log_ratio_clamp={config.log_ratio_clamp} (OpenRLHF has none)")
     reward: list[str] = []
@@ -274,9 +281,9 @@ def native_gaps(config: KLConfig) -> dict[str, tuple[str, ...]]:
     return {"reward": tuple(reward), "loss": tuple(loss)}
 
 
-def is_native(config: KLConfig) -> bool:
-    """True when ``to_args(config)`` alone makes OpenRLHF run exactly ``config``."""
-    gaps = native_gaps(config)
+def is_native(config: KLConfig, version: str = TESTED_VERSION) -> bool:
+    """True when ``to_args(config)`` alone makes OpenRLHF ``version`` run exactly ``config``."""
+    gaps = native_gaps(config, version)
     return not gaps["reward"] and not gaps["loss"]
 
 
@@ -292,8 +299,8 @@ def to_args(
     instead when the configuration needs a patch.
     """
     config = KLConfig.coerce(config)
-    if strict and not is_native(config):
-        gaps = native_gaps(config)
+    if strict and not is_native(config, version):
+        gaps = native_gaps(config, version)
         raise ValueError(
             f"OpenRLHF {version} cannot run {config} natively: "
             + "; ".join(gaps["reward"] + gaps["loss"])

@@ -3,10 +3,12 @@
 Nothing here imports OpenRLHF. The numbers are those of OpenRLHF 0.11.2's code
 (``openrlhf/models/utils.py``, ``cli/train_ppo_ray.py``).
 
-The patch runs on OpenRLHF 0.9.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
+The patch runs on OpenRLHF 0.8.0-0.11.x (:data:`SUPPORT`); the compat session tests the oldest
 release, every release where something the patch touches changed (:data:`CHANGE_POINTS`) and
 the newest (:data:`COMPAT_MATRIX`); a newer release is patched when every behaviour canary
-passes (one warning).
+passes (one warning). Where OpenRLHF itself computes something else on older releases (no value
+clamp before 0.8.6: :func:`native_kl_clamp`), the canaries, the translation and the tests ask
+this module for the release's own behaviour.
 """
 
 from __future__ import annotations
@@ -20,13 +22,25 @@ from kl_patches.adapters.support import CompatPlan, CompatStep, VersionSupport
 from kl_patches.adapters.support_table import SupportRow
 
 RELEASES: tuple[str, ...] = (
-    "0.9.0", "0.9.1", "0.9.1.post1", "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7",
-    "0.9.8", "0.9.9", "0.9.10", "0.10.0", "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2",
-    "0.10.3", "0.10.4", "0.11.0", "0.11.1", "0.11.2",
+    "0.8.0", "0.8.0.post1", "0.8.1", "0.8.1.post1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.6",
+    "0.8.7", "0.8.8", "0.8.9", "0.8.9.post1", "0.8.10", "0.8.11", "0.9.0", "0.9.1", "0.9.1.post1",
+    "0.9.2", "0.9.3", "0.9.4", "0.9.5", "0.9.6", "0.9.7", "0.9.8", "0.9.9", "0.9.10", "0.10.0",
+    "0.10.1", "0.10.1.post1", "0.10.1.post2", "0.10.2", "0.10.3", "0.10.4", "0.11.0", "0.11.1",
+    "0.11.2",
 )  # fmt: skip
 """Every OpenRLHF release of the supported range, ascending."""
 
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
+    (
+        "0.8.3",
+        "the scalar reward moves from info['reward'] to Experience.rewards (a keyword dataclass "
+        "from here); the sequence-shaped penalty follows it",
+    ),
+    (
+        "0.8.6",
+        "every estimator value clamped to +-10 (no clamp before: the canaries and the native "
+        "reading follow the release); training_step(experience, kl_ctl, step) (no step before)",
+    ),
     (
         "0.9.8",
         "training_step returns {'metrics', 'weights'} (a flat dict of floats before, where the "
@@ -63,22 +77,55 @@ CHANGE_POINTS: tuple[tuple[str, str], ...] = (
         "compute_advantages_and_returns; newest release of the range",
     ),
 )
-"""Releases after 0.9.0 where something the patch touches changed (read from each wheel; the
-other 0.9.x releases, 0.10.0, 0.10.1-0.10.1.post2 and 0.11.0 change nothing it touches:
-``compat.CHANGE_POINTS`` lists what they change elsewhere)."""
+"""Releases after 0.8.0 where something the patch touches changed (read from each wheel; the
+other 0.8.x and 0.9.x releases, 0.10.0, 0.10.1-0.10.1.post2 and 0.11.0 change nothing it
+touches: ``compat.CHANGE_POINTS`` lists what they change elsewhere)."""
 
 TOO_OLD = (
-    "before 0.9.0: 0.8.0-0.8.5 clamp no estimator (the canaries assume +-10), 0.8.0-0.8.2 keep "
-    "the scalar reward in info['reward'], training_step takes no step before 0.8.6; OpenRLHF "
-    "0.8.x also pins transformers 4.51-4.53 and deepspeed 0.16-0.17, which the CPU compat venv "
-    "does not hold. Not yet patched: `kl-patches audit` reads these launches"
+    "before 0.8.0: the 0.7.x trainers were not read against the patch (their hook points "
+    "differ: 0.7.0's training_step takes no kl_ctl). `kl-patches audit` reads these launches"
 )
-"""Why OpenRLHF < 0.9.0 is refused (read from the 0.8.x wheels)."""
+"""Why OpenRLHF < 0.8.0 is refused."""
 
-COMPAT_MATRIX: tuple[str, ...] = (RELEASES[0], *(r for r, _ in CHANGE_POINTS))
-"""The releases ``nox -s compat`` tests (0.11.2, the newest, is a change point)."""
+VALUE_CLAMP_SINCE = "0.8.6"
+"""First release whose ``compute_approx_kl`` clamps every estimator value to +-10 (the history
+row ``estimator.value_clamp``; 0.8.0-0.8.5 return the raw estimator)."""
 
-SUPPORT = VersionSupport(library="openrlhf", supported=">=0.9.0,<0.12", tested=COMPAT_MATRIX)
+REWARD_FIELD_SINCE = "0.8.3"
+"""First release whose ``Experience`` carries the scalar reward as ``rewards`` (read by
+``compute_advantages_and_returns``); 0.8.0-0.8.2 read ``info["reward"]``."""
+
+
+def native_kl_clamp(version: str | None = None) -> float | None:
+    """The clamp OpenRLHF ``version`` puts on every estimator value: 10 from 0.8.6, None before
+    (``None``: the newest tested release's)."""
+    found = Version(version or TESTED_VERSION)
+    return NATIVE_KL_CLAMP if found >= Version(VALUE_CLAMP_SINCE) else None
+
+
+PINS_08: tuple[str, ...] = ("transformers==4.51.3", "deepspeed==0.16.7", "datasets==3.6.0")
+"""What the compat venv switches to for OpenRLHF 0.8.x: 0.8.0's own transformers and deepspeed
+pins (0.8.x pins transformers 4.51-4.56, deepspeed 0.16-0.17), and a datasets that imports with
+the huggingface-hub < 1.0 transformers 4.51 takes (datasets 5 needs huggingface-hub >= 1.31)."""
+
+PINS_BACK: tuple[str, ...] = ("-U", "transformers==5.15.0", "deepspeed==0.19.6", "datasets")
+"""Back to the 0.11.2 set of :data:`COMPAT_PLAN`'s base for 0.9.0 on (0.9.0 itself pins
+transformers 4.57; the compat session runs 0.9.0-0.11.2 on transformers 5.15.0, as before)."""
+
+PIN_SWITCHES: dict[str, tuple[str, ...]] = {"0.8.0": PINS_08, "0.9.0": PINS_BACK}
+"""Release -> the pins its compat step installs after it (one switch there and one back). On
+2026-12-07 (shared 2-core VM, load 10-20, warm pip cache) each switch took 90-120 s wall, 14-19 s
+CPU; ``nox -s "compat(library='openrlhf')"`` took 26 min cold with the three 0.8.x steps and the
+six tests that now run on 0.9.0-0.10.1 too, against 11 min for the plan before (run right
+after, at load 10-13)."""
+
+COMPAT_MATRIX: tuple[str, ...] = tuple(
+    sorted({RELEASES[0], *(r for r, _ in CHANGE_POINTS), *PIN_SWITCHES}, key=Version)
+)
+"""The releases ``nox -s compat`` tests: the oldest, the change points (0.11.2, the newest, is
+one) and where the venv's pins switch (0.9.0)."""
+
+SUPPORT = VersionSupport(library="openrlhf", supported=">=0.8.0,<0.12", tested=COMPAT_MATRIX)
 """Patched OpenRLHF versions and those tested; ``KL_PATCHES_FORCE=1`` overrides."""
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -104,15 +151,16 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         "torch.Tensor",
     ),
     "ActorPPOTrainer.training_step": (
+        "training_step(self, experience: Experience, kl_ctl: float) -> Dict[str, float]",
         "training_step(self, experience: Experience, kl_ctl: float, step: int) -> Dict[str, float]",
         "training_step(self, experience: Experience, kl_ctl: float, step: int, loss_batch_info: "
         "Optional[Dict]=None) -> Dict[str, float]",
     ),
 }
-"""The signatures of every patched function in the releases 0.9.0-0.11.2 (read with ``ast``
+"""The signatures of every patched function in the releases 0.8.0-0.11.2 (read with ``ast``
 from each wheel: compute_advantages_and_returns changes in 0.9.9, compute_approx_kl in 0.11.1,
-training_step in 0.10.4, aggregate_loss is new in 0.10.3); the patch refuses another call
-shape."""
+training_step in 0.8.6 and 0.10.4, aggregate_loss is new in 0.10.3); the patch refuses another
+call shape."""
 
 _T = "tests/adapters/openrlhf/"
 KNOWN_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
@@ -126,22 +174,11 @@ KNOWN_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
         _T + "test_patch.py::test_sum_aggregation_uses_openrlhf_global_sample_count",
         "training_step takes loss_batch_info (the step-global counts) from 0.10.4",
     ),
-    *(
-        (
-            "<0.10.2",
-            _T + test,
-            "the test builds 0.10.2+'s dotted args; 0.10.0-0.10.1 read flat ones (test_compat "
-            "runs the reward and loss sides through the real functions with flat args)",
-        )
-        for test in (
-            "test_patch.py::test_real_make_experience_path",
-            "test_patch.py::test_sequence_penalty_enters_before_group_baseline",
-            "test_patch.py::test_training_step_loss_is_core_loss_term_then_native_after_revert",
-            "test_patch.py::test_unclamped_reward_to_go_and_native_again_after_revert",
-            "test_regression.py::test_real_training_step_loss_is_core_loss_term",
-            "test_regression.py::test_reward_kl_in_real_returns_is_core_reward_to_go",
-            "test_regression.py::test_reward_off_returns_are_the_group_shaped_reward",
-        )
+    (
+        "<0.10.2",
+        _T + "test_patch.py::test_real_make_experience_path",
+        "the test drives 0.10.2+'s make_experience (dotted args, its sample layout); the other "
+        "tests build each release's own args (flat before 0.10.2) and run everywhere",
     ),
 )
 """(releases, test node-id prefix, why): tests written against 0.11.2 whose assertion does not
@@ -158,16 +195,23 @@ def deselected(version: str) -> tuple[str, ...]:
 
 def _reason(version: str) -> str:
     if version == RELEASES[0]:
-        return "oldest release of the range"
+        return f"oldest release of the range, with its own pins ({', '.join(PINS_08[:2])})"
     if version in dict(CHANGE_POINTS):
         return dict(CHANGE_POINTS)[version]
+    if version == "0.9.0":
+        return "the venv's transformers and deepspeed back to the 0.11.2 set (KL code as 0.8.11)"
     earlier = [v for v in COMPAT_MATRIX if Version(v) < Version(version)]
     return f"sweep only: between change points, the surface of {earlier[-1]}"
 
 
 def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
     return tuple(
-        CompatStep(v, (("--no-deps", f"openrlhf=={v}"),), _reason(v), deselected(v))
+        CompatStep(
+            v,
+            (("--no-deps", f"openrlhf=={v}"), *((PIN_SWITCHES[v],) if v in PIN_SWITCHES else ())),
+            _reason(v),
+            deselected(v),
+        )
         for v in releases
     )
 
@@ -198,10 +242,10 @@ COMPAT_PLAN = CompatPlan(
 )
 """``nox -s compat`` for OpenRLHF: the 0.11.2 CPU set (OpenRLHF --no-deps, deepspeed built as pure
 Python, the libraries its KL modules import; vllm and flash_attn as the tests' import-only
-stand-ins), then each release --no-deps."""
+stand-ins), then each release --no-deps; 0.8.x on 0.8.0's pins (:data:`PIN_SWITCHES`)."""
 
 SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(RELEASES))
-"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (10; not run by
+"""``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every release of the range (37; not run by
 ``.ci/run``). Its last run is :data:`SWEEP`."""
 
 TESTED_VERSION = "0.11.2"
@@ -227,18 +271,18 @@ def installed_version() -> str | None:
         return None
 
 
-SWEEP: dict[str, str] = {
-    "0.10.1": "32 passed, 43 deselected (flat args)",
-    "0.10.1.post1": "32 passed, 43 deselected (flat args)",
-    "0.10.1.post2": "32 passed, 43 deselected (flat args)",
-    "0.11.0": "72 passed, 3 deselected",
+SWEEP: dict[str, tuple[str, str]] = {
+    "0.8.2": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.8.5": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.8.11": ("71 passed, 6 deselected (transformers 4.51.3)", "2026-12-07"),
+    "0.10.1": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.10.1.post1": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.10.1.post2": ("32 passed, 43 deselected (flat args)", "2026-12-01"),
+    "0.11.0": ("72 passed, 3 deselected", "2026-12-01"),
 }
-"""Release -> result of the compat tests (``COMPAT_PLAN.tests``, :func:`deselected` applied) run
-once against it in the compat venv: the releases of the range outside :data:`COMPAT_MATRIX`,
-recorded by hand from that run."""
-
-SWEEP_WHEN = "sweep of 2026-12-01"
-"""When :data:`SWEEP` was measured."""
+"""Release -> (result of the compat tests, ``COMPAT_PLAN.tests`` with :func:`deselected` applied,
+run once against it in the compat venv; the day of that run): releases of the range outside
+:data:`COMPAT_MATRIX`, recorded by hand from that run (``nox -s compat_sweep`` reruns all)."""
 
 
 def support_rows() -> tuple[SupportRow, ...]:
@@ -246,7 +290,7 @@ def support_rows() -> tuple[SupportRow, ...]:
     reasons = dict(CHANGE_POINTS)
     out = [
         SupportRow(
-            "< 0.9.0",
+            "< 0.8.0",
             "see `kl-patches audit`",
             f"refused (`KL_PATCHES_FORCE=1` runs anyway): {TOO_OLD}",
             "refused",
@@ -258,12 +302,17 @@ def support_rows() -> tuple[SupportRow, ...]:
         first = segment[0]
         flags = (
             "--algo.kl.*"
-            if first >= DOTTED_SINCE
+            if Version(first) >= Version(DOTTED_SINCE)
             else "--init_kl_coef, --kl_estimator, --use_kl_loss"
+        )
+        clamp = (
+            "every value clamped to +-10"
+            if native_kl_clamp(first)
+            else "no clamp on the values (clamped to +-10 from 0.8.6)"
         )
         native = (
             f"k1/k2/k3 ({flags}) in the reward, per token after the baseline, or in the loss as a "
-            "token mean; every value clamped to +-10"
+            f"token mean; {clamp}"
         )
         if Version(first) >= Version(UNBIASED_GRADIENT_SINCE):
             native += "; --algo.kl.unbiased_gradient"
@@ -272,8 +321,11 @@ def support_rows() -> tuple[SupportRow, ...]:
         )
         once = [v for v in segment[1:] if v in SWEEP]
         tested = f"CI (`nox -s compat`): {first}"
+        if Version(first) < Version("0.9.0"):
+            tested += f" ({', '.join(p.replace('==', ' ') for p in PINS_08[:2])})"
         if once:
-            tested += f"; once: {', '.join(once)} ({SWEEP_WHEN})"
+            days = " and ".join(sorted({SWEEP[v][1] for v in once}))
+            tested += f"; once: {', '.join(once)} (sweep of {days})"
         span = first if len(segment) == 1 else f"{first}-{segment[-1]}"
         out.append(SupportRow(span, native, patched, tested))
     out.append(

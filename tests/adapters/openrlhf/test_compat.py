@@ -1,10 +1,11 @@
 """The OpenRLHF adapter on the installed OpenRLHF release (``nox -s compat`` runs this file against
-every release of the compat matrix, 0.9.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
+every release of the compat matrix, 0.8.0-0.11.2; ``nox -s openrlhf`` against 0.11.2).
 
 The behaviour canaries pass and each fails with a clear error when its function is planted to
 compute something else; a planted signature change of each patched function is refused; what
 the patch follows (flat or dotted args, ``masked_mean`` or ``aggregate_loss``, ``training_step``
-with or without ``loss_batch_info``) agrees with the recorded change points; the reward side
+with or without ``step`` and ``loss_batch_info``, the scalar reward in ``info["reward"]`` or
+``Experience.rewards``, the value clamp) agrees with the recorded change points; the reward side
 through the real ``compute_advantages_and_returns`` and the loss side through the real
 ``training_step`` equal the core on this release, in this release's own args layout.
 """
@@ -25,7 +26,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("openrlhf.trainer.ppo_utils.experience_maker")
 
 from openrlhf_support.cases import COEF, actor_batch, args_for  # noqa: E402
-from openrlhf_support.harness import actor_trainer, make_experience, tiny_actor  # noqa: E402
+from openrlhf_support.harness import (  # noqa: E402
+    actor_trainer,
+    make_experience,
+    release_args,
+    step_arguments,
+    tiny_actor,
+)
 from packaging.version import Version  # noqa: E402
 
 from kl_patches import KLConfig, core  # noqa: E402
@@ -69,9 +76,18 @@ def test_followed_hook_points_agree_with_the_change_points() -> None:
 
     names = [t.attr for t in P.resolve_targets()]
     assert names[3] == ("aggregate_loss" if Version("0.10.3") <= VERSION else "masked_mean")
-    takes_info = "loss_batch_info" in inspect.signature(ActorPPOTrainer.training_step).parameters
-    assert takes_info is (Version("0.10.4") <= VERSION)
+    parameters = inspect.signature(ActorPPOTrainer.training_step).parameters
+    assert ("loss_batch_info" in parameters) is (Version("0.10.4") <= VERSION)
+    assert ("step" in parameters) is (Version("0.8.6") <= VERSION)
     import openrlhf.models.utils as utils
+
+    # The scalar reward: Experience.rewards from 0.8.3, info["reward"] before.
+    holds = P._holds_rewards(experience_class()(info={}))
+    assert holds is (Version(versions.REWARD_FIELD_SINCE) <= VERSION)
+    # The value clamp: +-10 from 0.8.6, none before.
+    r = torch.tensor([[-25.0, 0.5]])
+    k1 = utils.compute_approx_kl(r, torch.zeros_like(r), kl_estimator="k1")
+    assert float(k1[0, 0]) == -(versions.native_kl_clamp(str(VERSION)) or 25.0)
 
     takes_old = "log_probs_old" in inspect.signature(utils.compute_approx_kl).parameters
     assert takes_old is (Version(versions.UNBIASED_GRADIENT_SINCE) <= VERSION)
@@ -96,15 +112,18 @@ def _plant(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, function: An
     monkeypatch.setattr(module, name, function)
 
 
-def _k3_unclamped(monkeypatch: pytest.MonkeyPatch) -> None:
+def _k3_other_clamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """k3 with the clamp this release does not have: none from 0.8.6, +-10 before."""
     import openrlhf.models.utils as utils
 
     real = utils.compute_approx_kl
+    clamped = versions.native_kl_clamp(str(VERSION)) is None
 
     def compute_approx_kl(log_probs: Any, log_probs_base: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("kl_estimator") == "k3":
             r = log_probs.float() - log_probs_base.float()
-            return (-r).exp() - 1 + r
+            value = (-r).exp() - 1 + r
+            return value.clamp(-10, 10) if clamped else value
         return real(log_probs, log_probs_base, *args, **kwargs)
 
     _plant(monkeypatch, utils, "compute_approx_kl", compute_approx_kl)
@@ -136,7 +155,7 @@ def _mean_is_sum(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 PLANTS = {
-    "approx_kl": (_k3_unclamped, r"compute_approx_kl computed .* for kl_estimator='k3'"),
+    "approx_kl": (_k3_other_clamp, r"compute_approx_kl computed .* for kl_estimator='k3'"),
     "reward": (_reward_spread, r"compute_reward computed .*, not the reward on the last"),
     "mean": (_mean_is_sum, r"computed .* from (aggregate_loss|masked_mean)\(kl, mask\)"),
 }
@@ -173,29 +192,8 @@ def test_planted_signature_change_is_refused(monkeypatch: pytest.MonkeyPatch, in
 
 # ------------------------------------------------------------------ the real functions, patched
 def layout(args: Any) -> Any:
-    """``args`` (OpenRLHF 0.10.2+'s dotted namespace) as this release's parser gives it: the flat
-    names of 0.9.0-0.10.1 where the release is older."""
-    if DOTTED:
-        return args
-    kl, adv = args.algo.kl, args.algo.advantage
-    return SimpleNamespace(
-        use_kl_loss=kl.use_loss,
-        init_kl_coef=kl.init_coef,
-        kl_estimator=kl.estimator,
-        kl_target=kl.target,
-        kl_horizon=kl.horizon,
-        advantage_estimator=adv.estimator,
-        gamma=adv.gamma,
-        lambd=adv.lambd,
-        no_advantage_std_norm=adv.no_std_norm,
-        n_samples_per_prompt=args.rollout.n_samples_per_prompt,
-        reward_clip_range=args.reward.clip_range,
-        aux_loss_coef=args.actor.aux_loss_coef,
-        entropy_loss_coef=args.actor.entropy_coef,
-        use_dynamic_batch=False,
-        packing_samples=False,
-        overlong_buffer_len=None,  # 0.9.0-0.9.1 read it here (DAPO's length penalty: off)
-    )
+    """``args`` (OpenRLHF 0.10.2+'s dotted namespace) as this release's parser gives it."""
+    return release_args(args)
 
 
 def _maker(args: Any) -> Any:
@@ -260,7 +258,6 @@ def test_reward_side_through_the_real_advantages(batch: dict[str, Any]) -> None:
 
 def test_loss_side_through_the_real_training_step() -> None:
     Experience = experience_class()
-    from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
 
     data = actor_batch(seed=2)
     actor = tiny_actor(seed=3)
@@ -281,18 +278,15 @@ def test_loss_side_through_the_real_training_step() -> None:
     )
     apply(LOSS)
     actor.zero_grad()
-    extra = (
-        [None]
-        if "loss_batch_info" in inspect.signature(ActorPPOTrainer.training_step).parameters
-        else []
-    )
-    trainer.training_step(exp, COEF, 0, *extra)
+    trainer.training_step(exp, COEF, *step_arguments())
     loss = trainer.strategy.losses[-1]
     revert()
     live = actor(data["sequences"], data["action_mask"], attention_mask=data["attention_mask"])
     want = core.loss_term(live, ref, data["action_mask"], LOSS, old_logp=logp)  # coef included
     torch.testing.assert_close(loss, want.detach(), atol=1e-6, rtol=1e-5)
-    trainer.training_step(exp, COEF, 0, *extra)  # native: token-level k2, not the sequence's
+    trainer.training_step(
+        exp, COEF, *step_arguments()
+    )  # native: token-level k2, not the sequence's
     assert abs(float(trainer.strategy.losses[-1] - loss)) > 1e-4
 
 

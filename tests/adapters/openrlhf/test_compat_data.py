@@ -27,7 +27,7 @@ def _by_name(release: str) -> dict[str, compat.Symbol]:
     return {s.name: s for s in compat.SURFACE[release]}
 
 
-def test_releases_cover_0100_to_0112() -> None:
+def test_releases_cover_080_to_0112() -> None:
     """SURFACE and FLAG_SURFACE have exactly RELEASES, ascending and part of the history."""
     assert list(compat.RELEASES) == sorted(compat.RELEASES, key=Version)
     assert set(compat.RELEASES) <= set(HISTORY.releases)

@@ -21,6 +21,7 @@ from openrlhf_support.cases import (  # noqa: E402
     actor_batch,
     args_for,
     core_loss_and_grads,
+    native_clamp,
     native_loss,
     run_training_step,
 )
@@ -30,6 +31,7 @@ from openrlhf_support.harness import (  # noqa: E402
     make_args,
     make_experience,
     make_experience_maker,
+    step_arguments,
     tiny_actor,
 )
 
@@ -121,15 +123,15 @@ def test_new_config_replaces_old_one() -> None:
     assert all(".ppo_actor" not in name for name in applied())
 
 
-@pytest.mark.parametrize("version", ["0.8.11", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
+@pytest.mark.parametrize("version", ["0.7.5", "0.5.8", "0.12.0rc1", "0.11.3.dev0"])
 def test_version_guard(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below the tested range 0.9.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
+    """Below the tested range 0.8.0-0.11.x and pre-releases are refused. (0.10.1, 0.11.0, 0.12.0
     and 1.0 were refused before the range was widened and newer releases got the canaries,
-    issue 14, and 0.9.9 before issue 36: test_compat.py covers them.)"""
+    issue 14, and 0.8.11 and 0.9.9 before issue 36: test_compat.py covers them.)"""
     monkeypatch.delenv("KL_PATCHES_FORCE", raising=False)
     monkeypatch.setattr(P, "installed_version", lambda: version)
     before = snapshot()
-    with pytest.raises(RuntimeError, match=r">=0\.9\.0,<0\.12"):
+    with pytest.raises(RuntimeError, match=r">=0\.8\.0,<0\.12"):
         apply(EVERYTHING)
     assert snapshot() == before
 
@@ -187,18 +189,52 @@ def test_sequence_penalty_enters_before_group_baseline(
     assert not torch.allclose(native, want, atol=1e-4)
 
 
-def test_unclamped_reward_to_go_and_native_again_after_revert(batch: dict) -> None:
-    config = KLConfig(estimator="k1", placement="reward", coef=COEF, reward_shape="reward_to_go")
+def test_sequence_penalty_reaches_the_reward_the_release_reads(batch: dict) -> None:
+    """0.8.0-0.8.2 read the scalar reward from info["reward"] (also logged): the patch lowers it
+    for the advantages and puts the score back afterwards; from 0.8.3, Experience.rewards
+    carries the lowered reward (test_sequence_penalty_enters_before_group_baseline checks the
+    returns on every release)."""
+    config = KLConfig(estimator="k1", placement="reward", coef=COEF)
+    apply(config)
+    args = args_for(config, advantage="rloo")
+    exps = []
+    for rows in (slice(0, 4), slice(4, 8)):
+        exp = make_experience(
+            batch["rewards"][rows],
+            batch["logp"][rows],
+            batch["ref"][rows],
+            batch["mask"][rows],
+            list(range(8))[rows],
+        )
+        attach_kl_like_make_experience(exp, batch["ref"][rows], args)
+        exps.append(exp)
+    out = make_experience_maker(args).compute_advantages_and_returns(exps)
+    penalty = core.reward_penalty(batch["logp"], batch["ref"], batch["mask"], config)
+    if P._holds_rewards(out[0]):
+        got = torch.cat([e.rewards for e in out])
+        torch.testing.assert_close(got, batch["rewards"] - penalty)
+    else:
+        assert all(not hasattr(e, "rewards") for e in out)
+        torch.testing.assert_close(torch.cat([e.info["reward"] for e in out]), batch["rewards"])
+    assert float(penalty.abs().min()) > 1e-4  # the penalty is not trivially zero
+
+
+def test_other_clamp_reward_to_go_and_native_again_after_revert(batch: dict) -> None:
+    """The clamp this release does not have (none from 0.8.6, +-10 before) is patched in."""
+    other = 10.0 if native_clamp() is None else None
+    config = KLConfig(
+        estimator="k1", placement="reward", coef=COEF, reward_shape="reward_to_go", kl_clamp=other
+    )
     args = args_for(config, advantage="rloo")
     off = run_maker(batch, args_for(KLConfig(placement="none", coef=0.0), advantage="rloo"))
     native = run_maker(batch, args)
     apply(config)
     patched = run_maker(batch, args)
     revert()
-    for cfg, got in ((config, patched), (config.replace(kl_clamp=10.0), native)):
+    for cfg, got in ((config, patched), (config.replace(kl_clamp=native_clamp()), native)):
         penalty = core.reward_penalty(batch["logp"], batch["ref"], batch["mask"], cfg)
         torch.testing.assert_close((got - off) * batch["mask"], -penalty, atol=1e-6, rtol=1e-6)
-    assert not torch.allclose(patched, native)  # the log-ratio of -12 is clamped natively
+    assert not torch.allclose(patched, native)  # the log-ratio of -12 meets one clamp only
     torch.testing.assert_close(run_maker(batch, args), native)
 
 
@@ -290,7 +326,7 @@ def test_sum_aggregation_uses_openrlhf_global_sample_count(actor: object) -> Non
         "global_batch_size": torch.tensor(8.0),
     }
     apply(config)
-    trainer.training_step(exp, COEF, 0, info)
+    trainer.training_step(exp, COEF, *step_arguments()[:-1], info)
     want = core.loss_term(logp, ref, data["action_mask"], config) * 4 / 8
     torch.testing.assert_close(trainer.strategy.losses[-1], want, atol=1e-6, rtol=1e-6)
 

@@ -23,6 +23,7 @@ from openrlhf_support.cases import (  # noqa: E402
     actor_batch,
     args_for,
     core_loss_and_grads,
+    native_clamp,
     native_loss,
     native_reward,
     run_training_step,
@@ -36,7 +37,9 @@ from openrlhf_support.harness import (  # noqa: E402
 
 from kl_patches import KLConfig, core  # noqa: E402
 from kl_patches.adapters.openrlhf import from_args, is_native, to_args  # noqa: E402
+from kl_patches.adapters.openrlhf.versions import installed_version  # noqa: E402
 
+RELEASE = installed_version() or "0"
 ESTIMATORS = ("k1", "k2", "k3")
 ADVANTAGES = ("rloo", "reinforce_baseline", "group_norm", "dr_grpo", "gae")
 
@@ -57,12 +60,13 @@ def batch() -> dict[str, torch.Tensor]:
 
 
 def test_natively_expressible_configs_round_trip() -> None:
+    """On the installed release, with its flag spelling and its clamp (none before 0.8.6)."""
     for est in ESTIMATORS:
         for config in (native_reward(est), native_loss(est)):
-            assert is_native(config)
-            assert from_args(to_args(config)) == config
-    off = KLConfig(placement="none", coef=0.0, kl_clamp=10.0)
-    assert from_args(to_args(off)) == off
+            assert is_native(config, RELEASE)
+            assert from_args(to_args(config, RELEASE), RELEASE) == config
+    off = KLConfig(placement="none", coef=0.0, kl_clamp=native_clamp())
+    assert from_args(to_args(off, RELEASE), RELEASE) == off
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -75,11 +79,13 @@ def test_compute_approx_kl_values_and_gradients(estimator: str, batch: dict) -> 
     (g_native,) = torch.autograd.grad((native * mask).sum(), logp)
     (g_ours,) = torch.autograd.grad(ours.sum(), logp)
     torch.testing.assert_close(g_native, g_ours, atol=1e-6, rtol=1e-6)
-    # The clamp matters: without kl_clamp the core differs on the extreme tokens.
-    unclamped = core.kl_terms(
-        logp, batch["ref"], mask, native_loss(estimator).replace(kl_clamp=None)
+    # The clamp matters: with the other clamp (none from 0.8.6, +-10 before) the core differs
+    # on the extreme tokens.
+    other = 10.0 if native_clamp() is None else None
+    elsewise = core.kl_terms(
+        logp, batch["ref"], mask, native_loss(estimator).replace(kl_clamp=other)
     )
-    assert not torch.allclose(native * mask, unclamped)
+    assert not torch.allclose(native * mask, elsewise)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

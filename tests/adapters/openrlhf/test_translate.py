@@ -53,6 +53,25 @@ def test_round_trip_for_every_native_config() -> None:
         assert is_native(back)
 
 
+def test_releases_before_0_8_6_clamp_nothing() -> None:
+    """0.8.0-0.8.5 run the estimator unclamped: an unclamped config is native there (and needs
+    the patch from 0.8.6), a +-10 clamp is the gap there; flat flags either way."""
+    from kl_patches.adapters.openrlhf.history import HISTORY
+    from kl_patches.adapters.openrlhf.patch import needed_sides
+    from kl_patches.adapters.openrlhf.versions import VALUE_CLAMP_SINCE
+
+    assert HISTORY.change_points("estimator.value_clamp")[-1] == VALUE_CLAMP_SINCE == "0.8.6"
+    unclamped = KLConfig(estimator="k2", placement="loss", coef=0.02, loss_aggregation="token_mean")
+    clamped = unclamped.replace(kl_clamp=10.0)
+    for version, native, patched in (("0.8.5", unclamped, clamped), ("0.8.6", clamped, unclamped)):
+        assert is_native(native, version) and needed_sides(native, version) == ()
+        assert not is_native(patched, version) and needed_sides(patched, version) == ("loss",)
+        assert from_args(to_args(native, version), version) == native
+    assert to_args(unclamped, "0.8.0")[::2] == ["--init_kl_coef", "--kl_estimator", "--use_kl_loss"]
+    assert "clamps nothing before 0.8.6" in native_gaps(clamped, "0.8.0")["loss"][0]
+    assert from_args([], "0.8.0").kl_clamp is None and from_args([]).kl_clamp == 10.0
+
+
 def test_defaults_of_0_11_2_without_openrlhf() -> None:
     assert from_args([]) == KLConfig(
         estimator="k1", placement="reward", coef=0.01, reward_shape="reward_to_go", kl_clamp=10.0

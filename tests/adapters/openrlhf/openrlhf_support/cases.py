@@ -8,35 +8,47 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from openrlhf_support.harness import actor_trainer, experience_class, make_args
+from openrlhf_support.harness import (
+    actor_trainer,
+    experience_class,
+    installed,
+    make_args,
+    step_arguments,
+)
 
 from kl_patches import KLConfig, core
 from kl_patches.adapters.openrlhf import to_args
 from kl_patches.adapters.openrlhf.translate import parse_settings
+from kl_patches.adapters.openrlhf.versions import native_kl_clamp
 
 COEF = 0.1
 """The KL coefficient of every test (init_coef)."""
 
 
+def native_clamp() -> float | None:
+    """The installed release's clamp of the estimator values: 10 from 0.8.6, none before."""
+    return native_kl_clamp(str(installed()))
+
+
 def native_reward(estimator: str) -> KLConfig:
-    """What OpenRLHF runs for ``estimator`` without --algo.kl.use_loss."""
+    """What the installed OpenRLHF runs for ``estimator`` without --algo.kl.use_loss."""
     return KLConfig(
         estimator=estimator,
         placement="reward",
         coef=COEF,
         reward_shape="reward_to_go",
-        kl_clamp=10.0,
+        kl_clamp=native_clamp(),
     )
 
 
 def native_loss(estimator: str) -> KLConfig:
-    """What OpenRLHF runs for ``estimator`` with --algo.kl.use_loss."""
+    """What the installed OpenRLHF runs for ``estimator`` with --algo.kl.use_loss."""
     return KLConfig(
         estimator=estimator,
         placement="loss",
         coef=COEF,
         loss_aggregation="token_mean",
-        kl_clamp=10.0,
+        kl_clamp=native_clamp(),
     )
 
 
@@ -92,17 +104,7 @@ def run_training_step(
         advantages=torch.zeros_like(logp),
         info={},
     )
-    import inspect
-
-    from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
-
-    # loss_batch_info exists from OpenRLHF 0.10.4 on
-    extra = (
-        [None]
-        if "loss_batch_info" in inspect.signature(ActorPPOTrainer.training_step).parameters
-        else []
-    )
-    trainer.training_step(exp, COEF, 0, *extra)
+    trainer.training_step(exp, COEF, *step_arguments())
     grads = [p.grad.clone() for p in actor.parameters()]
     return trainer.strategy.losses[-1], grads, logp, ref, old
 

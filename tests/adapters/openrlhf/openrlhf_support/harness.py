@@ -90,33 +90,101 @@ def make_args(
     )
 
 
+def installed() -> Any:
+    """The installed OpenRLHF release as a ``packaging`` Version."""
+    from packaging.version import Version
+
+    from kl_patches.adapters.openrlhf.versions import installed_version
+
+    return Version(installed_version() or "0")
+
+
+def release_args(args: SimpleNamespace) -> SimpleNamespace:
+    """``args`` (OpenRLHF 0.10.2+'s dotted namespace) as the installed release's parser gives
+    them: the flat names of 0.8.0-0.10.1 where the release is older."""
+    from packaging.version import Version
+
+    from kl_patches.adapters.openrlhf.versions import DOTTED_SINCE
+
+    if installed() >= Version(DOTTED_SINCE) or not hasattr(args, "algo"):
+        return args
+    kl, adv = args.algo.kl, args.algo.advantage
+    return SimpleNamespace(
+        use_kl_loss=kl.use_loss,
+        init_kl_coef=kl.init_coef,
+        kl_estimator=kl.estimator,
+        kl_target=kl.target,
+        kl_horizon=kl.horizon,
+        advantage_estimator=adv.estimator,
+        gamma=adv.gamma,
+        lambd=adv.lambd,
+        no_advantage_std_norm=adv.no_std_norm,
+        n_samples_per_prompt=args.rollout.n_samples_per_prompt,
+        reward_clip_range=args.reward.clip_range,
+        aux_loss_coef=args.actor.aux_loss_coef,
+        # None (entropy off) from 0.8.3; 0.8.0-0.8.2 compare it with 1e-8 (their default: 0)
+        entropy_loss_coef=(
+            0.0
+            if args.actor.entropy_coef is None and installed() < Version("0.8.3")
+            else args.actor.entropy_coef
+        ),
+        use_dynamic_batch=False,
+        packing_samples=False,
+        overlong_buffer_len=None,  # 0.8.7-0.9.1 read it here (DAPO's length penalty: off)
+    )
+
+
 def make_experience_maker(args: SimpleNamespace) -> Any:
-    """A real ``RemoteExperienceMaker`` without actor groups (fixed KL controller)."""
+    """A real ``RemoteExperienceMaker`` without actor groups (fixed KL controller), reading
+    ``args`` in the installed release's layout (:func:`release_args`)."""
     from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
     from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 
+    from kl_patches.adapters.openrlhf.patch import kl_args
+
+    args = release_args(args)
     maker = RemoteExperienceMaker.__new__(RemoteExperienceMaker)
     maker.strategy = SimpleNamespace(args=args)
     maker.args = args
-    maker.advantage_estimator = args.algo.advantage.estimator
-    maker.kl_ctl = FixedKLController(args.algo.kl.init_coef)
+    algo = getattr(args, "algo", None)
+    maker.advantage_estimator = algo.advantage.estimator if algo else args.advantage_estimator
+    maker.kl_ctl = FixedKLController(kl_args(args)[1])
     return maker
 
 
 def experience_class() -> Any:
     """A builder of OpenRLHF's ``Experience`` (``trainer/ppo_utils/experience.py`` from 0.9.9,
-    ``experience_maker.py`` before; the same keyword fields). 0.9.0-0.9.8 turn an empty ``info``
-    dict into a list (``info or []``); OpenRLHF's own ``make_experience`` never passes an empty
-    one, so the builder sets the dict after construction."""
+    ``experience_maker.py`` before) from the keyword fields of 0.8.6+.
+
+    0.9.0-0.9.8 turn an empty ``info`` dict into a list (``info or []``); OpenRLHF's own
+    ``make_experience`` never passes an empty one, so the builder sets the dict after
+    construction. 0.8.0-0.8.2's dataclass has required positional fields and no ``rewards`` or
+    ``index``: the scalar reward goes where those releases keep it, ``info["reward"]``; the
+    fields not given are None. ``index`` (0.8.6+) is dropped where it does not exist."""
+    import dataclasses
+
     try:
         from openrlhf.trainer.ppo_utils.experience import Experience
     except ImportError:
         from openrlhf.trainer.ppo_utils.experience_maker import Experience
 
+    names = {f.name for f in dataclasses.fields(Experience)}
+
     def build(**fields: Any) -> Any:
         info = fields.pop("info", None)
-        experience = Experience(**fields)
-        experience.info = {} if info is None else info
+        info = {} if info is None else info
+        if "rewards" not in names and "rewards" in fields:
+            info["reward"] = fields.pop("rewards")
+        fields = {k: v for k, v in fields.items() if k in names}
+        missing = {
+            f.name: None
+            for f in dataclasses.fields(Experience)
+            if f.name not in fields
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        }
+        experience = Experience(**missing, **fields)
+        experience.info = info
         return experience
 
     return build
@@ -154,15 +222,16 @@ def attach_kl_like_make_experience(exp: Any, ref: Any, args: SimpleNamespace) ->
     from openrlhf.models.utils import masked_mean
     from openrlhf.trainer.ppo_utils import experience_maker
 
-    if args.algo.kl.init_coef > 0 and not args.algo.kl.use_loss:
-        kl = experience_maker.compute_approx_kl(
-            exp.action_log_probs, ref, kl_estimator=args.algo.kl.estimator
-        )
+    from kl_patches.adapters.openrlhf.patch import kl_args
+
+    use_loss, init_coef, estimator = kl_args(args)
+    if init_coef > 0 and not use_loss:
+        kl = experience_maker.compute_approx_kl(exp.action_log_probs, ref, kl_estimator=estimator)
     else:
         import torch
 
         kl = torch.zeros_like(exp.action_log_probs)
-    exp.base_action_log_probs = ref.clone() if args.algo.kl.use_loss else None
+    exp.base_action_log_probs = ref.clone() if use_loss else None
     exp.kl = kl
     exp.info["kl"] = masked_mean(kl, exp.action_mask, dim=-1)
 
@@ -210,11 +279,15 @@ def tiny_actor(seed: int = 0) -> Any:
 
 
 def actor_trainer(actor: Any, args: SimpleNamespace) -> Any:
-    """A real ``ActorPPOTrainer`` around ``actor`` without Ray, DeepSpeed or a replay buffer."""
+    """A real ``ActorPPOTrainer`` around ``actor`` without Ray, DeepSpeed or a replay buffer
+    (``args`` in the installed release's layout: :func:`release_args`)."""
+    import inspect
+
     import torch
     from openrlhf.models import PolicyLoss
     from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
 
+    args = release_args(args)
     trainer = ActorPPOTrainer.__new__(ActorPPOTrainer)
     trainer.strategy = FakeStrategy(args)
     trainer.args = args
@@ -224,5 +297,21 @@ def actor_trainer(actor: Any, args: SimpleNamespace) -> Any:
     trainer.actor_scheduler = SimpleNamespace(get_last_lr=lambda: [0.0])
     trainer.aux_loss = False
     trainer.replay_buffer = None
-    trainer.actor_loss_fn = PolicyLoss(clip_eps_low=0.2, clip_eps_high=0.2, token_level_loss=True)
+    if "clip_eps_low" in inspect.signature(PolicyLoss).parameters:
+        trainer.actor_loss_fn = PolicyLoss(
+            clip_eps_low=0.2, clip_eps_high=0.2, token_level_loss=True
+        )
+    else:  # 0.8.0-0.8.2: one clip range
+        trainer.actor_loss_fn = PolicyLoss(clip_eps=0.2, token_level_loss=True)
     return trainer
+
+
+def step_arguments() -> list[Any]:
+    """What ``ppo_train`` passes to ``training_step`` after ``(experience, kl_ctl)`` on the
+    installed release: ``step`` from 0.8.6, ``loss_batch_info`` (None) from 0.10.4."""
+    import inspect
+
+    from openrlhf.trainer.ray.ppo_actor import ActorPPOTrainer
+
+    parameters = inspect.signature(ActorPPOTrainer.training_step).parameters
+    return [v for name, v in (("step", 0), ("loss_batch_info", None)) if name in parameters]
