@@ -306,7 +306,8 @@ def support_rows() -> tuple[SupportRow, ...]:
             "refused",
         )
     ]
-    starts = [RELEASES.index(v) for v in COMPAT_MATRIX]
+    bounds = {*COMPAT_MATRIX, *reasons}  # a row per tested release and per change point
+    starts = sorted(RELEASES.index(v) for v in bounds)
     for i, start in enumerate(starts):
         segment = RELEASES[start : (starts[i + 1] if i + 1 < len(starts) else len(RELEASES))]
         first = segment[0]
@@ -329,9 +330,14 @@ def support_rows() -> tuple[SupportRow, ...]:
         patched = "any KLConfig" + (
             f"; here: {reasons[first].split(';')[0]}" if first in reasons else ""
         )
-        once = [v for v in segment[1:] if v in SWEEP]
-        tested = f"CI (`nox -s compat`): {first}"
-        if Version(first) < Version("0.9.0"):
+        in_ci = first in COMPAT_MATRIX
+        once = [v for v in (segment[1:] if in_ci else segment) if v in SWEEP]
+        tested = (
+            f"CI (`nox -s compat`): {first}"
+            if in_ci
+            else f"not in CI ({SWEEP_ONLY.get(first, 'between tested releases')})"
+        )
+        if in_ci and Version(first) < Version("0.9.0"):
             tested += f" ({', '.join(p.replace('==', ' ') for p in PINS_08[:2])})"
         if once:
             days = " and ".join(sorted({SWEEP[v][1] for v in once}))
