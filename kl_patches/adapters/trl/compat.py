@@ -40,6 +40,17 @@ RELEASES_1X: tuple[str, ...] = (
 )  # fmt: skip
 """Every final TRL 1.x release on PyPI up to 1.16.0, patch releases included."""
 
+RELEASES_0X: tuple[str, ...] = (
+    "0.14.0", "0.15.0", "0.15.1", "0.15.2", "0.16.0", "0.16.1", "0.17.0", "0.18.0", "0.18.1",
+    "0.18.2", "0.19.0", "0.19.1", "0.20.0", "0.21.0", "0.22.0", "0.22.1", "0.22.2", "0.23.0",
+    "0.23.1", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.26.1", "0.26.2", "0.27.0", "0.27.1",
+    "0.27.2", "0.28.0", "0.29.0", "0.29.1",
+)  # fmt: skip
+"""Every final TRL 0.x release on PyPI with a GRPOTrainer (GRPO arrived in 0.14.0)."""
+
+RELEASES: tuple[str, ...] = RELEASES_0X + RELEASES_1X
+"""Every recorded release the patch accepts, oldest first."""
+
 HOOKED_METHODS: tuple[str, ...] = recording.HOOKED_METHODS
 """The methods :mod:`.patch` wraps (its ``HOOKED``; a test keeps the two equal)."""
 
@@ -57,10 +68,12 @@ def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tup
     for cls in TRAINER_FILES:
         for name in HOOKED_METHODS:
             method, found = f"{cls}.{name}", list[tuple[str, str]]()
-            for release in RELEASES_1X:
+            for release in RELEASES:
                 record = data.at(release).symbols[method]
-                if record is None:
+                if record is None and release in RELEASES_1X:
                     raise RuntimeError(f"TRL {release} data: {method} is not defined")
+                if record is None:  # a 0.x release without this hook point
+                    continue
                 text = str(record["signature"])[len(name) :]
                 if not found or found[-1][1] != text:
                     found.append((release, text))
@@ -734,6 +747,39 @@ SURFACE_BEFORE: dict[tuple[str, str], tuple[str, str, bool]] = {
 SURFACE = History("trl-patch-surface", RELEASES_1X, SURFACE_CHANGES)
 """The code the adapter copies or mirrors, per TRL 1.x release (keys ``grpo.``, ``rloo.``,
 ``nanstd``; ``grpo.config.``/``rloo.config.`` are the defaults :mod:`.versions` relies on)."""
+
+SURFACE_0X: dict[str, tuple[str, dict[str, object]]] = {
+    "0.26.0": (
+        "read from the 0.26.0 wheel: _compute_loss, _generate_and_score_completions and "
+        "_get_per_token_logps_and_entropies compute what 1.0.0's do for every row above "
+        "(grpo_trainer.py:2092-2246: beta*k3, normaliser num_items_in_batch/num_processes, "
+        "compute_loss_func GA switch; :986 returns (logps, entropies)); no luspo loss type",
+        {"grpo.kl_aggregation.luspo": None},
+    ),
+    "0.29.0": (
+        "0.29.0 adds luspo (grpo_trainer.py:2170, incl. padding as in 1.0.0) and "
+        "multi_objective_aggregation (:537)",
+        {"grpo.kl_aggregation.luspo": "length_weighted_mean_incl_padding"},
+    ),
+}
+"""The releases the hooks patch before 1.0.0 (0.26.0-0.29.1): ``since -> (evidence, rows that
+differ from 1.0.0's)`` (a row set to None does not exist there). :func:`surface_at`."""
+
+
+def surface_at(version: str) -> dict[str, object]:
+    """:data:`SURFACE` at ``version``; for 0.26.0-0.29.1, 1.0.0's rows with :data:`SURFACE_0X`."""
+    from packaging.version import Version
+
+    if version in RELEASES_1X or Version(version) >= Version(RELEASES_1X[0]):
+        return dict(SURFACE.at(version))
+    out = dict(SURFACE.at(RELEASES_1X[0]))
+    steps = [since for since in SURFACE_0X if Version(since) <= Version(version)]
+    if not steps:
+        raise KeyError(f"TRL {version} is not patched with the hooks; no surface is recorded")
+    for since in steps:
+        out.update(SURFACE_0X[since][1])
+    return out
+
 
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
     (
