@@ -749,25 +749,24 @@ SURFACE = History("trl-patch-surface", RELEASES_1X, SURFACE_CHANGES)
 ``nanstd``; ``grpo.config.``/``rloo.config.`` are the defaults :mod:`.versions` relies on)."""
 
 SURFACE_0X: dict[str, tuple[str, dict[str, object]]] = {
-    "0.26.0": (
-        "read from the 0.26.0 wheel: _compute_loss, _generate_and_score_completions and "
+    "0.27.0": (
+        "read from the 0.27.0 wheel: _compute_loss, _generate_and_score_completions and "
         "_get_per_token_logps_and_entropies compute what 1.0.0's do for every row above "
-        "(grpo_trainer.py:2092-2246: beta*k3, normaliser num_items_in_batch/num_processes, "
-        "compute_loss_func GA switch; :986 returns (logps, entropies)); no luspo loss type",
+        "(grpo_trainer.py:2240-2381: beta*k3, normaliser num_items_in_batch/num_processes, "
+        ":1030 returns (logps, entropies)); no luspo loss type yet; the canaries pass",
         {"grpo.kl_aggregation.luspo": None},
     ),
-    "0.29.0": (
-        "0.29.0 adds luspo (grpo_trainer.py:2170, incl. padding as in 1.0.0) and "
-        "multi_objective_aggregation (:537)",
+    "0.28.0": (
+        "0.28.0 adds luspo (grpo_trainer.py:2083, padding included as in 1.0.0)",
         {"grpo.kl_aggregation.luspo": "length_weighted_mean_incl_padding"},
     ),
 }
-"""The releases the hooks patch before 1.0.0 (0.26.0-0.29.1): ``since -> (evidence, rows that
-differ from 1.0.0's)`` (a row set to None does not exist there). :func:`surface_at`."""
+"""The releases the hooks patch before 1.0.0 (0.27.0-0.29.1): ``since -> (evidence, rows that
+differ from 1.0.0's)`` (None: the row does not exist there); :func:`surface_at`."""
 
 
 def surface_at(version: str) -> dict[str, object]:
-    """:data:`SURFACE` at ``version``; for 0.26.0-0.29.1, 1.0.0's rows with :data:`SURFACE_0X`."""
+    """:data:`SURFACE` at ``version``; for 0.27.0-0.29.1, 1.0.0's rows with :data:`SURFACE_0X`."""
     from packaging.version import Version
 
     if version in RELEASES_1X or Version(version) >= Version(RELEASES_1X[0]):

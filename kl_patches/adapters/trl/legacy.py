@@ -1,4 +1,4 @@
-"""TRL 0.14-0.25: the KL config through TRL's own ``beta``, or a refusal that says why.
+"""TRL 0.14-0.26: the KL config through TRL's own ``beta``, or a refusal that says why.
 
 These releases lack hook points the 1.x hooks (:mod:`.hooks`) need (:data:`.versions.
 WHY_NOT_HOOKED`), so nothing of TRL's scoring or loss is replaced. What they express natively
@@ -14,7 +14,7 @@ config is accepted only when it names them (``loss_aggregation``), not translate
 
 The canary of these releases (:func:`canaries`) is the source of the method holding GRPO's KL
 term (``compute_loss`` before 0.17, ``_compute_loss`` from 0.17): its hash must be one recorded
-for a 0.14-0.25 release (``data/<release>.json``), whose behaviour the compat tests checked.
+for a 0.14-0.26 release (``data/<release>.json``), whose behaviour the compat tests checked.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
         f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none'), or "
-        "install trl>=0.26 for any KL config"
+        "install trl>=0.27 for any KL config"
     )
 
 
@@ -160,7 +160,7 @@ def canaries() -> tuple[Canary, ...]:
     return (
         Canary(
             "trl.GRPOTrainer KL term",
-            "the method adding beta * k3 to the loss is one recorded for TRL 0.14-0.25",
+            "the method adding beta * k3 to the loss is one recorded for TRL 0.14-0.26",
             _probe_kl_source,
         ),
     )

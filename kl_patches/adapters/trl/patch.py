@@ -98,7 +98,7 @@ def guard(force: bool = False) -> str:
 
     forced = SUPPORT.forced(force)
     version = SUPPORT.gate(trl.__version__, force=forced)
-    if patch_mode(version) == "native":  # 0.14-0.25: beta only (legacy.py)
+    if patch_mode(version) == "native":  # 0.14-0.26: beta only (legacy.py)
         foreign.check_classes(("__init__",))
         init = Target("trl", "__init__", owner=TRAINERS["GRPO"])
         REGISTRY.check_signatures({init: signatures(init)}, force=forced)
@@ -261,7 +261,7 @@ def _wrap_native(kind: str, version: str, original: Callable[..., Any]) -> Calla
             legacy.native_beta(kind, None, _ACTIVE[-1], version)  # raises: PPO-style trainer
         if kl_full_monitor or (kl_full_monitor is None and _MONITOR[-1]):
             raise ValueError(
-                f"kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.26); "
+                f"kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.27); "
                 f"TRL {version} is patched through beta only"
             )
         config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]

@@ -24,7 +24,7 @@ VERSION = guard()
 """The installed TRL release (checked at import)."""
 
 NATIVE = patch_mode(VERSION) == "native"
-"""True on TRL 0.14-0.25: ``kl`` runs through TRL's ``beta`` only (:mod:`.legacy`)."""
+"""True on TRL 0.14-0.26: ``kl`` runs through TRL's ``beta`` only (:mod:`.legacy`)."""
 
 
 class _KLTrainer(hooks.KLTrainerMixin):
@@ -48,7 +48,7 @@ class _KLTrainer(hooks.KLTrainerMixin):
         if NATIVE:
             if kl_full_monitor:
                 raise ValueError(
-                    "kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.26); "
+                    "kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.27); "
                     f"TRL {VERSION} is patched through beta only"
                 )
             args = legacy.prepare(kind, model, args, config, VERSION)
@@ -69,7 +69,7 @@ class _KLTrainer(hooks.KLTrainerMixin):
 
 
 class _HookedTrainer(_KLTrainer):
-    """The hooks of TRL >= 0.26 (on 0.14-0.25 the trainers take ``kl`` through ``beta``)."""
+    """The hooks of TRL >= 0.27 (on 0.14-0.26 the trainers take ``kl`` through ``beta``)."""
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
         return hooks.get_logps(

@@ -387,7 +387,7 @@ def test_luspo_difference_is_real_where_recorded(dirs: tuple[Path, Path]) -> Non
     """Before 1.10.0 TRL's luspo k3 counts padded positions; the recorded difference holds
     exactly there, and from 1.10.0 the patched loss equals TRL's."""
     settings = {"beta": 0.04, "loss_type": "luspo", "use_bias_correction_kl": False}
-    if compat.surface_at(trl.__version__)["grpo.kl_aggregation.luspo"] is None:  # 0.26-0.28
+    if compat.surface_at(trl.__version__)["grpo.kl_aggregation.luspo"] is None:  # 0.27: no luspo
         with pytest.raises(ValueError, match="luspo"):
             native = harness.make_trainer(*dirs, "GRPO", patched=False, **settings)
             harness.loss_and_grads(native, harness.scored_batch(native))

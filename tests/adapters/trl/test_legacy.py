@@ -1,4 +1,4 @@
-"""TRL 0.14-0.25 (patched through ``beta`` only): the patched trainer equals TRL's own for the
+"""TRL 0.14-0.26 (patched through ``beta`` only): the patched trainer equals TRL's own for the
 native setting, bit for bit; everything ``beta`` cannot express is refused with the nearest
 setting; the canary and the version guard. The pure-logic tests run with any TRL; the ones that
 build trainers need a release of :data:`kl_patches.adapters.trl.versions.NATIVE_ONLY` (``nox -s
@@ -33,12 +33,12 @@ needs_native = pytest.mark.skipif(
 # ------------------------------------------------------------------ logic (any TRL installed)
 def test_modes_of_the_range() -> None:
     assert versions.patch_mode("0.14.0") == "native"
-    assert versions.patch_mode("0.25.1") == "native"
-    assert versions.patch_mode("0.26.0") == "hooks"
+    assert versions.patch_mode("0.26.2") == "native"
+    assert versions.patch_mode("0.27.0") == "hooks"
     assert versions.patch_mode("1.16.0") == "hooks"
     assert "_calculate_rewards" in versions.why_not_hooked("0.17.0")
     with pytest.raises(KeyError):
-        versions.why_not_hooked("0.26.0")
+        versions.why_not_hooked("0.27.0")
     assert versions.SUPPORT.position("0.14.0") == "inside"
     assert versions.SUPPORT.position("0.13.2") == "below"
 
