@@ -139,16 +139,22 @@ newest 0.x, the first release the hooks patch (:data:`HOOKS_FROM`), and one rele
 segment of :data:`WHY_NOT_HOOKED` but 0.26 (0.14.0, oldest; 0.16.0; 0.19.0, the ``beta``
 default change to 0.0; 0.23.0)."""
 
-PINS_0X: tuple[str, ...] = (
-    "transformers==4.56.2",
-    "huggingface_hub>=0.34,<1.0",
-    "tokenizers>=0.22,<0.23",
-    "accelerate==1.10.1",
-    "datasets==4.1.1",
-)
-"""What the 0.x steps install once, before the first of them (measured: one transformers 4.x
-serves every 0.x release of :data:`COMPAT_MATRIX_0X`; TRL 0.29 needs >= 4.56.2); see
-:data:`.compat.INSTALL_RECIPES`."""
+PINS_0X: dict[str, tuple[str, ...]] = {
+    "0.29.1": (
+        "transformers==4.56.2",
+        "huggingface_hub>=0.34,<1.0",
+        "tokenizers>=0.22,<0.23",
+        "datasets==5.0.1",
+        "rich",
+    ),
+    "0.16.0": ("transformers==4.51.3", "tokenizers>=0.21,<0.22"),
+}
+"""Release of :data:`COMPAT_MATRIX_0X` -> what is installed (with its dependencies) right before
+it, for it and the releases after it (measured): transformers 4.56.2 (TRL 0.29 needs >= 4.56.2)
+with huggingface_hub 0.36, tokenizers 0.22, datasets 5.0.1 and the 1.x steps' accelerate serves
+0.19-0.29; TRL 0.16 (its ``_get_train_sampler(self)``, before 0.18) cannot train under
+transformers >= 4.52, which passes the dataset, so 0.16.0 and 0.14.0 run on 4.51.3; 0.14-0.17
+import ``rich``, which no later TRL needs. See :data:`.compat.INSTALL_RECIPES`."""
 
 NATIVE_TESTS: tuple[str, ...] = ("tests/adapters/trl/test_legacy.py",)
 """What a release of :data:`NATIVE_ONLY` is tested with (its ``beta``-only patch, against TRL's
@@ -197,16 +203,21 @@ def _reason_0x(version: str) -> str:
     return "newest 0.x release"
 
 
+def _install_0x(version: str) -> tuple[tuple[str, ...], ...]:
+    switch = ("--no-deps", f"trl=={version}")
+    return (PINS_0X[version], switch) if version in PINS_0X else (switch,)
+
+
 def _steps_0x(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
     return tuple(
         CompatStep(
             v,
-            ((*PINS_0X,), ("--no-deps", f"trl=={v}")) if i == 0 else (("--no-deps", f"trl=={v}"),),
+            _install_0x(v),
             _reason_0x(v),
             tuple(d.test for d in compat.known_differences(v)),
             tests=NATIVE_TESTS if patch_mode(v) == "native" else (),
         )
-        for i, v in enumerate(releases)
+        for v in releases
     )
 
 

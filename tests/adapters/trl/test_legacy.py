@@ -169,11 +169,12 @@ def test_apply_sets_beta_and_refuses_at_construction(dirs: tuple[Path, Path]) ->
     before = {cls: cls.__dict__["__init__"] for cls in (trl.GRPOTrainer, trl.RLOOTrainer)}
     klt.apply(config)
     try:
-        assert klt.applied() == ["GRPOTrainer.__init__", "RLOOTrainer.__init__"]
+        assert klt.applied() == ["trl.GRPOTrainer.__init__", "trl.RLOOTrainer.__init__"]
         trainer = _trainer(dirs, patched=False, beta=0.0, **_overrides())
         assert trainer.beta == 0.04 and trainer._kl_config == config
+        klt.apply("k1-in-reward")  # applying again replaces the active config
         with pytest.raises(ValueError, match="only through its beta"):
-            _trainer(dirs, patched=False, kl="k1-in-reward", **_overrides())
+            _trainer(dirs, patched=False, **_overrides())
     finally:
         klt.revert()
     assert {cls: cls.__dict__["__init__"] for cls in before} == before
