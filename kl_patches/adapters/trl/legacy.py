@@ -6,8 +6,10 @@ runs natively: GRPO's ``beta`` is k3 in the loss, reduced like its ``loss_type``
 token mean before 0.17, which had no ``loss_type``), never importance-weighted (no
 ``use_bias_correction_kl`` before 0.26); the online RLOOTrainer (0.22+) puts ``beta * sum_t k1``
 in the reward. The patched ``__init__`` sets ``beta`` to the value that runs the KL config and
-checks that TRL took it; a KL config ``beta`` cannot express is refused at construction with the
-nearest one it can (:func:`native_beta`). The PPO-style RLOOTrainer (before 0.22) is refused.
+checks that TRL took it. GRPO's KL in the reward (sequence-level) runs as one more reward
+function (:mod:`.legacy_reward`). Any other KL config is refused at construction with the
+nearest one ``beta`` runs (:func:`native_beta`). The PPO-style RLOOTrainer (before 0.22) is
+refused.
 
 Deviation from the 1.x adapter: the KL term keeps TRL's own aggregation and placement, so a
 config is accepted only when it names them (``loss_aggregation``), not translated.
@@ -30,7 +32,7 @@ from kl_patches.adapters.releases import recording
 from kl_patches.adapters.support import Canary
 from kl_patches.config import KLConfig
 
-from . import translate
+from . import legacy_reward, translate
 from .versions import ABSENT_MEANS, NATIVE_ONLY, ONLINE_RLOO_FROM, online_rloo, why_not_hooked
 
 def settings(kind: str, args: Any) -> dict[str, object]:
@@ -71,13 +73,24 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
     raise ValueError(
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
-        f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none'), or "
-        "install trl>=0.27 for any KL config"
+        f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none')"
+        + (", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
+           if kind == "GRPO" else "")
+        + ", or install trl>=0.27 for any KL config"
     )
 
 
-def prepare(kind: str, model: Any, args: Any, config: KLConfig, version: str) -> Any:
-    """A copy of ``args`` (TRL's default config when None) with ``beta`` set for ``config``."""
+def reward_side(kind: str, config: KLConfig) -> bool:
+    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`)."""
+    return kind == "GRPO" and config.has_reward and legacy_reward.refusal(config) is None
+
+
+def prepare(
+    kind: str, model: Any, args: Any, reward_funcs: Any, config: KLConfig, version: str
+) -> tuple[Any, Any]:
+    """``(args, reward_funcs)`` for TRL's ``__init__``: a copy of ``args`` (TRL's default
+    config when None) with ``beta`` set for ``config``, and the reward functions (plus the
+    penalty function when the KL is in the reward)."""
     import trl
 
     if args is None:
@@ -86,12 +99,18 @@ def prepare(kind: str, model: Any, args: Any, config: KLConfig, version: str) ->
         args = config_cls(f"{str(name).split('/')[-1]}-{kind}")
     else:
         args = copy.copy(args)
+    if reward_side(kind, config):
+        if not config.coef > 0:
+            raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
+        args.beta = config.coef  # non-zero: TRL builds and runs the reference model
+        return args, legacy_reward.prepare(args, reward_funcs)
     args.beta = native_beta(kind, args, config, version)
-    return args
+    return args, reward_funcs
 
 
-def after_init(trainer: Any, config: KLConfig, beta: float) -> None:
-    """Record the config on the trainer and fail loudly unless TRL took ``beta``."""
+def after_init(trainer: Any, kind: str, config: KLConfig, beta: float) -> None:
+    """Record the config on the trainer and fail loudly unless TRL took ``beta``; connect the
+    penalty function when the KL is in the reward."""
     took = float(getattr(trainer, "beta", float("nan")))
     if took != beta:
         raise RuntimeError(
@@ -100,6 +119,8 @@ def after_init(trainer: Any, config: KLConfig, beta: float) -> None:
         )
     trainer._kl_config = config
     trainer._kl_native = True
+    if reward_side(kind, config):
+        legacy_reward.bind(trainer, config)
 
 
 # ---------------------------------------------------------------------------------- canaries

@@ -51,9 +51,9 @@ class _KLTrainer(hooks.KLTrainerMixin):
                     "kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.27); "
                     f"TRL {VERSION} is patched through beta only"
                 )
-            args = legacy.prepare(kind, model, args, config, VERSION)
+            args, reward_funcs = legacy.prepare(kind, model, args, reward_funcs, config, VERSION)
             super().__init__(model, reward_funcs, args, *more, **kwargs)  # type: ignore[call-arg]
-            legacy.after_init(self, config, float(args.beta))
+            legacy.after_init(self, kind, config, float(args.beta))
             return
         public = GRPOTrainer if kind == "GRPO" else RLOOTrainer
         foreign.check_subclass(type(self), public, HOOKED)

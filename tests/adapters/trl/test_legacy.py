@@ -65,7 +65,7 @@ def test_native_beta_per_release_and_loss_type() -> None:
 @pytest.mark.parametrize(
     "config,where",
     [
-        (KLConfig(), "0.14.0"),  # k1 in the reward: no hook before the baseline
+        (KLConfig(estimator="k3", placement="both"), "0.14.0"),  # a loss side beta cannot run
         (KLConfig(estimator="k3", placement="loss"), "0.16.0"),  # TRL reduces per sequence
         (
             KLConfig(
@@ -172,7 +172,7 @@ def test_apply_sets_beta_and_refuses_at_construction(dirs: tuple[Path, Path]) ->
         assert klt.applied() == ["trl.GRPOTrainer.__init__", "trl.RLOOTrainer.__init__"]
         trainer = _trainer(dirs, patched=False, beta=0.0, **_overrides())
         assert trainer.beta == 0.04 and trainer._kl_config == config
-        klt.apply("k1-in-reward")  # applying again replaces the active config
+        klt.apply(KLConfig(reward_shape="reward_to_go"))  # applying again replaces the config
         with pytest.raises(ValueError, match="only through its beta"):
             _trainer(dirs, patched=False, **_overrides())
     finally:
@@ -192,3 +192,64 @@ def test_two_training_steps_with_the_native_kl(dirs: tuple[Path, Path]) -> None:
     logged = [row["kl"] for row in trainer.state.log_history if "kl" in row]
     assert len(logged) == 2 and all(value >= 0.0 for value in logged)
     assert logged[-1] > 0.0  # the policy moved away from the reference
+
+
+@needs_native
+def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The oldest releases' GRPO with k1 in the reward, through ``trainer.train()``: every
+    scoring pass's penalty is coef * sum_t (log pi - log pi_ref) over the completion, with the
+    policy's log-probs equal to a plain forward's, TRL sums it into the reward before its
+    baseline (logged as its own reward function), and the KL metrics are logged."""
+    from kl_patches.adapters import metrics
+    from kl_patches.adapters.trl import legacy_reward
+    from kl_patches.core import reward_penalty
+
+    coef = 0.1
+    seen: list[tuple[torch.Tensor, ...]] = []
+    real_inputs, real_penalty = legacy_reward._inputs, legacy_reward._penalty
+
+    def spy_inputs(trainer: Any) -> Any:
+        ids = trainer._kl_ref_calls[-1][0][0]
+        policy, ref, mask = real_inputs(trainer)
+        keep = mask.size(1)
+        with torch.no_grad():  # the policy's log-probs from a plain forward, no TRL code
+            logits = trainer.model(input_ids=ids).logits[:, -keep - 1 : -1].float()
+        plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
+        plain = plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
+        assert float(((plain - policy) * mask).abs().max()) < 1e-5
+        seen.append((policy, ref, mask))
+        return policy, ref, mask
+
+    returned: list[list[float]] = []
+
+    def spy_penalty(trainer: Any) -> list[float]:
+        values = real_penalty(trainer)
+        returned.append(values)
+        return values
+
+    monkeypatch.setattr(legacy_reward, "_inputs", spy_inputs)
+    monkeypatch.setattr(legacy_reward, "_penalty", spy_penalty)
+    trainer = _trainer(
+        dirs, patched=True, kl=KLConfig(coef=coef), gradient_accumulation_steps=1, **_overrides()
+    )
+    assert trainer.beta == coef and trainer.ref_model is not None
+    from trl_support import harness
+
+    harness.perturb(trainer.model)  # the policy starts away from the reference
+    result = trainer.train()
+    assert result.global_step == 2 and len(returned) == 2
+    for (policy, ref, mask), values in zip(seen, returned, strict=True):
+        expected = coef * ((policy - ref) * mask).sum(-1)
+        assert float(expected.abs().max()) > 1e-3  # a real penalty
+        assert torch.allclose(torch.tensor(values), -expected, atol=1e-6)
+        core = reward_penalty(policy, ref, mask, KLConfig(coef=coef))
+        assert torch.allclose(core, expected, atol=1e-6)
+    logs = [row for row in trainer.state.log_history if metrics.REWARD_PENALTY in row]
+    assert len(logs) == 2
+    for row in logs:
+        assert row[f"rewards/{legacy_reward.PENALTY_NAME}"] == pytest.approx(
+            -row[metrics.REWARD_PENALTY], abs=1e-6
+        )
+        assert row[metrics.REWARD_SEQUENCE_KL] == pytest.approx(row[metrics.REWARD_PENALTY] / coef)
