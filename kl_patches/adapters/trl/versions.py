@@ -5,10 +5,11 @@ are those of TRL 1.16.0 (``GRPOConfig``/``RLOOConfig`` defaults checked by insta
 :func:`defaults_at` gives them for any 1.x release, from the patch-surface data in
 :mod:`.compat`.
 
-TRL 0.14-0.26 (:data:`NATIVE_ONLY`) are patched through TRL's own ``beta`` only: a KL config
-TRL expresses natively (GRPO: k3 in the loss, aggregated like its ``loss_type``; RLOO from 0.22:
-k1 summed in the reward) runs; any other is refused with the reason (:data:`WHY_NOT_HOOKED`),
-because those releases lack the hook points the 1.x hooks use (:mod:`.legacy`). From 0.27.0
+TRL 0.14-0.26 (:data:`NATIVE_ONLY`) lack hook points the 1.x hooks use (:data:`WHY_NOT_HOOKED`):
+there a KL config TRL expresses natively runs through its own ``beta`` (GRPO: k3 in the loss,
+aggregated like its ``loss_type``; RLOO from 0.22: k1 summed in the reward), GRPO's KL in the
+reward runs as one more reward function, and any other config is refused with the reason
+(:mod:`.legacy`, :mod:`.legacy_reward`). From 0.27.0
 (:data:`HOOKS_FROM`) the 1.x hooks apply unchanged.
 
 The patch runs on every TRL 1.x release from 1.0.0 to 1.16.x (:data:`SUPPORT`): the compat
@@ -55,7 +56,7 @@ ONLINE_RLOO_FROM = "0.22.0"
 before it RLOOTrainer is the PPO-style trainer (``kl_coef``), which the adapter does not patch."""
 
 NATIVE_ONLY = ">=0.14.0,<0.27.0"
-"""The TRL releases patched through ``beta`` only (:mod:`.legacy`)."""
+"""The TRL releases patched without the hooks (:mod:`.legacy`)."""
 
 WHY_NOT_HOOKED: tuple[tuple[str, str, str], ...] = (
     (
@@ -91,12 +92,12 @@ WHY_NOT_HOOKED: tuple[tuple[str, str, str], ...] = (
         "and the scoring canaries fail on these releases (measured): not patched yet",
     ),
 )
-"""``(first, last, why)``: why the releases ``first``-``last`` run only what ``beta`` expresses."""
+"""``(first, last, why)``: why the releases ``first``-``last`` cannot take the hooks."""
 
 
 def patch_mode(version: str) -> str:
-    """``"native"`` (``beta`` only, :mod:`.legacy`) or ``"hooks"`` (:mod:`.hooks`) for TRL
-    ``version``."""
+    """``"native"`` (``beta`` and the penalty reward function, :mod:`.legacy`) or ``"hooks"``
+    (:mod:`.hooks`) for TRL ``version``."""
     from packaging.specifiers import SpecifierSet
 
     native = SpecifierSet(NATIVE_ONLY).contains(version, prereleases=True)
@@ -157,8 +158,8 @@ transformers >= 4.52, which passes the dataset, so 0.16.0 and 0.14.0 run on 4.51
 import ``rich``, which no later TRL needs. See :data:`.compat.INSTALL_RECIPES`."""
 
 NATIVE_TESTS: tuple[str, ...] = ("tests/adapters/trl/test_legacy.py",)
-"""What a release of :data:`NATIVE_ONLY` is tested with (its ``beta``-only patch, against TRL's
-own loss, and the refusals)."""
+"""What a release of :data:`NATIVE_ONLY` is tested with (its ``beta`` patch against TRL's own
+loss, a k1-in-reward run, the refusals)."""
 
 
 CANARY_ONLY = (
@@ -197,7 +198,7 @@ def _steps(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
 
 def _reason_0x(version: str) -> str:
     if patch_mode(version) == "native":
-        return "beta only: " + why_not_hooked(version)
+        return "no hooks: " + why_not_hooked(version)
     if version == HOOKS_FROM:
         return "oldest release the hooks patch"
     return "newest 0.x release"
@@ -407,7 +408,10 @@ def _rows_0x() -> list[SupportRow]:
             + (f"reduced like `loss_type` (default {loss})" if loss else "a per-sequence token mean")
             + rloo
         )
-        patched = f"only what `beta` runs (other configs refused: {why})"
+        patched = (
+            "GRPO: KL in the reward (sequence-level, as one more reward function) and what "
+            f"`beta` runs; RLOO: what `beta` runs; anything else refused ({why})"
+        )
         rows.append(SupportRow(f"{first}-{last}", native, patched, _tested_0x(first, last)))
     rows.append(
         SupportRow(
