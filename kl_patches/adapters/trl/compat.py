@@ -60,15 +60,17 @@ TRAINER_FILES: dict[str, str] = {
 """Where each trainer class is defined in every 1.x release."""
 
 
-def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tuple[str, str], str]]:
-    """:data:`SIGNATURES` and :data:`SIGNATURE_SOURCES` from the recorded releases."""
+def _signature_steps(
+    releases: tuple[str, ...],
+) -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tuple[str, str], str]]:
+    """:data:`SIGNATURES` and :data:`SIGNATURE_SOURCES` from the recorded ``releases``."""
     data = recording_of("kl_patches.adapters.trl")
     steps: dict[str, tuple[tuple[str, str], ...]] = {}
     sources: dict[tuple[str, str], str] = {}
     for cls in TRAINER_FILES:
         for name in HOOKED_METHODS:
             method, found = f"{cls}.{name}", list[tuple[str, str]]()
-            for release in RELEASES:
+            for release in releases:
                 record = data.at(release).symbols[method]
                 if record is None and release in RELEASES_1X:
                     raise RuntimeError(f"TRL {release} data: {method} is not defined")
@@ -82,11 +84,15 @@ def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tup
     return steps, sources
 
 
-SIGNATURES, SIGNATURE_SOURCES = _signature_steps()
+SIGNATURES, SIGNATURE_SOURCES = _signature_steps(RELEASES_1X)
 """Method (``Class.method``) -> ``(since, signature)`` steps: each text holds from ``since``
 until the next step; it is ``(args) -> returns`` as :func:`signature_text` writes the ``def``.
 And (method, since) -> ``path:line`` of that ``def`` in release ``since``. Both derived from the
 recorded releases (``data/<release>.json``, ``symbols``)."""
+
+SIGNATURES_0X, SIGNATURE_SOURCES_0X = _signature_steps(RELEASES_0X)
+"""The same for the 0.x releases (a method a release does not define has no step there); the
+guard accepts a signature of either (:func:`.patch.signatures`)."""
 
 SURFACE_CHANGES: tuple[Change, ...] = (
     Change(
@@ -872,6 +878,32 @@ INSTALL_RECIPES: tuple[InstallRecipe, ...] = (
         "1.15.0 installs and imports but cannot score on CPU: AttributeError from "
         "_ChunkedLogProbFunction (None without triton), and with triton 3.9.0 installed "
         "RuntimeError: 0 active drivers; it needs a CUDA/XPU machine",
+    ),
+    InstallRecipe(
+        "0.19.0-0.29.1",
+        (
+            "pip install torch==2.13.0",
+            "pip install transformers==4.56.2 trl==V datasets==5.0.1 tokenizers requests",
+        ),
+        "transformers 4.56.2, huggingface_hub 0.36.2, tokenizers 0.22.2, datasets 5.0.1, "
+        "accelerate 1.16.0 (checked for 0.19.0, 0.23.0, 0.26.0, 0.27.0, 0.29.0, 0.29.1)",
+        "fresh install with trl 0.29.0 about 10 min here (2 shared cores, torch included); "
+        "transformers 5.x is not tried: 0.x releases predate it. 0.27 on 4.56 passes the "
+        "tokenizer's token_type_ids to generate(), which Qwen2 refuses: the tiny tokenizer "
+        "returns none",
+    ),
+    InstallRecipe(
+        "0.14.0-0.18.2",
+        (
+            "pip install torch==2.13.0",
+            "pip install transformers==4.51.3 'tokenizers<0.22' trl==V rich datasets requests",
+        ),
+        "transformers 4.51.3, tokenizers 0.21.4 (checked for 0.14.0, 0.16.0)",
+        "TRL 0.16.0 under transformers 4.56.2 fails in train() (TypeError: "
+        "_get_train_sampler() takes 1 positional argument but 2 were given; 0.16 defines it "
+        "without the dataset argument, 0.17 with it); 0.14-0.17 import rich without depending on "
+        "it (ModuleNotFoundError otherwise). Switching from the 0.19+ recipe: pip install "
+        "transformers==4.51.3 'tokenizers<0.22' 61 s",
     ),
     InstallRecipe(
         "any 1.x, switching in one venv",

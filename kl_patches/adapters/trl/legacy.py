@@ -35,6 +35,7 @@ from kl_patches.config import KLConfig
 from . import legacy_reward, translate
 from .versions import ABSENT_MEANS, NATIVE_ONLY, ONLINE_RLOO_FROM, online_rloo, why_not_hooked
 
+
 def settings(kind: str, args: Any) -> dict[str, object]:
     """The KL-relevant settings of a live ``GRPOConfig``/``RLOOConfig`` of an old release."""
     out = translate.settings_of(args, kind)
@@ -74,8 +75,11 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
         f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none')"
-        + (", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
-           if kind == "GRPO" else "")
+        + (
+            ", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
+            if kind == "GRPO"
+            else ""
+        )
         + ", or install trl>=0.27 for any KL config"
     )
 
@@ -185,4 +189,3 @@ def canaries() -> tuple[Canary, ...]:
             _probe_kl_source,
         ),
     )
-

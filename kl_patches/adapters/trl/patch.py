@@ -76,8 +76,10 @@ def targets() -> dict[str, list[Target]]:
 
 
 def signatures(target: Target) -> tuple[str, ...]:
-    """The signature texts of ``target`` recorded for the tested TRL releases."""
-    return tuple(text for _, text in compat.SIGNATURES[f"{target.owner}.{target.attr}"])
+    """The signature texts of ``target`` recorded for the tested TRL releases (0.x and 1.x)."""
+    name = f"{target.owner}.{target.attr}"
+    steps = (*compat.SIGNATURES_0X.get(name, ()), *compat.SIGNATURES[name])
+    return tuple(dict.fromkeys(text for _, text in steps))
 
 
 def guard(force: bool = False) -> str:

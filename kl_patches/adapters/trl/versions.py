@@ -140,21 +140,25 @@ newest 0.x, the first release the hooks patch (:data:`HOOKS_FROM`), and one rele
 segment of :data:`WHY_NOT_HOOKED` but 0.26 (0.14.0, oldest; 0.16.0; 0.19.0, the ``beta``
 default change to 0.0; 0.23.0)."""
 
-PINS_0X: dict[str, tuple[str, ...]] = {
-    "0.29.1": (
-        "transformers==4.56.2",
-        "huggingface_hub>=0.34,<1.0",
-        "tokenizers>=0.22,<0.23",
-        "datasets==5.0.1",
-        "rich",
+PINS_0X: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "0.29.1",
+        (
+            "transformers==4.56.2",
+            "huggingface_hub>=0.34,<1.0",
+            "tokenizers>=0.22,<0.23",
+            "datasets==5.0.1",
+            "rich",
+        ),
     ),
-    "0.16.0": ("transformers==4.51.3", "tokenizers>=0.21,<0.22"),
-}
-"""Release of :data:`COMPAT_MATRIX_0X` -> what is installed (with its dependencies) right before
-it, for it and the releases after it (measured): transformers 4.56.2 (TRL 0.29 needs >= 4.56.2)
-with huggingface_hub 0.36, tokenizers 0.22, datasets 5.0.1 and the 1.x steps' accelerate serves
-0.19-0.29; TRL 0.16 (its ``_get_train_sampler(self)``, before 0.18) cannot train under
-transformers >= 4.52, which passes the dataset, so 0.16.0 and 0.14.0 run on 4.51.3; 0.14-0.17
+    ("0.18.2", ("transformers==4.51.3", "tokenizers>=0.21,<0.22")),
+)
+"""``(newest release served, pins)``, newest first: the pins are installed (with their
+dependencies) right before the first 0.x step at or below that release (measured):
+transformers 4.56.2 (TRL 0.29 needs >= 4.56.2) with huggingface_hub 0.36, tokenizers 0.22,
+datasets 5.0.1 and the 1.x steps' accelerate serves 0.19-0.29; TRL 0.16 (its
+``_get_train_sampler(self)``) cannot train under 4.56.2, which passes the dataset, so the
+releases up to 0.18.2 run on 4.51.3 (TRL 0.14-0.18 accept it; 0.19 needs >= 4.51); 0.14-0.17
 import ``rich``, which no later TRL needs. See :data:`.compat.INSTALL_RECIPES`."""
 
 NATIVE_TESTS: tuple[str, ...] = ("tests/adapters/trl/test_legacy.py",)
@@ -201,25 +205,29 @@ def _reason_0x(version: str) -> str:
         return "no hooks: " + why_not_hooked(version)
     if version == HOOKS_FROM:
         return "oldest release the hooks patch"
-    return "newest 0.x release"
-
-
-def _install_0x(version: str) -> tuple[tuple[str, ...], ...]:
-    switch = ("--no-deps", f"trl=={version}")
-    return (PINS_0X[version], switch) if version in PINS_0X else (switch,)
+    if version == compat.RELEASES_0X[-1]:
+        return "newest 0.x release"
+    return "the hooks, as 0.27.0-0.29.1"
 
 
 def _steps_0x(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
-    return tuple(
-        CompatStep(
-            v,
-            _install_0x(v),
-            _reason_0x(v),
-            tuple(d.test for d in compat.known_differences(v)),
-            tests=NATIVE_TESTS if patch_mode(v) == "native" else (),
+    """Steps for 0.x ``releases`` (newest first), each group's pins before its first step."""
+    steps, pending = [], list(PINS_0X)
+    for v in releases:
+        due = [pins for newest, pins in pending if Version(v) <= Version(newest)]
+        pending = [(n, p) for n, p in pending if Version(v) > Version(n)]
+        switch = ("--no-deps", f"trl=={v}")
+        reason = _reason_0x(v) if v in COMPAT_MATRIX_0X else "sweep only: " + _reason_0x(v)
+        steps.append(
+            CompatStep(
+                v,
+                (due[-1], switch) if due else (switch,),
+                reason,
+                tuple(d.test for d in compat.known_differences(v)),
+                tests=NATIVE_TESTS if patch_mode(v) == "native" else (),
+            )
         )
-        for v in releases
-    )
+    return tuple(steps)
 
 
 COMPAT_PLAN = CompatPlan(
@@ -240,7 +248,13 @@ each release of :data:`COMPAT_MATRIX` and its regression, equivalence and compat
 :data:`PINS_0X` and each release of :data:`COMPAT_MATRIX_0X` (:data:`NATIVE_TESTS` for the
 releases patched through ``beta`` only)."""
 
-SWEEP_PLAN = replace(COMPAT_PLAN, steps=_steps(compat.RELEASES_1X))
+SWEEP_RELEASES: tuple[str, ...] = compat.RELEASES_1X + tuple(reversed(compat.RELEASES_0X))
+"""Every release of the range in the order the sweep installs them (1.x, then 0.x newest
+first, so each transformers pin of :data:`PINS_0X` is installed once)."""
+
+SWEEP_PLAN = replace(
+    COMPAT_PLAN, steps=_steps(compat.RELEASES_1X) + _steps_0x(tuple(reversed(compat.RELEASES_0X)))
+)
 """``nox -s compat_sweep``: :data:`COMPAT_PLAN` on every 1.x release (23; not run by ``.ci/run``,
 whose matrix has the oldest, the change points and the newest). Its last run is
 :data:`.compat.SWEEP`."""
@@ -405,7 +419,11 @@ def _rows_0x() -> list[SupportRow]:
         )
         native = (
             f"GRPO: k3 in the loss at `beta` (default {beta}), "
-            + (f"reduced like `loss_type` (default {loss})" if loss else "a per-sequence token mean")
+            + (
+                f"reduced like `loss_type` (default {loss})"
+                if loss
+                else "a per-sequence token mean"
+            )
             + rloo
         )
         patched = (
@@ -413,12 +431,13 @@ def _rows_0x() -> list[SupportRow]:
             f"`beta` runs; RLOO: what `beta` runs; anything else refused ({why})"
         )
         rows.append(SupportRow(f"{first}-{last}", native, patched, _tested_0x(first, last)))
+    grpo_beta = _default_0x("GRPOConfig", "beta", HOOKS_FROM)
     rows.append(
         SupportRow(
             f"{HOOKS_FROM}-{last_0x}",
-            f"GRPO: k3 in the loss at `beta` (default {_default_0x('GRPOConfig', 'beta', HOOKS_FROM)}"
-            "), times pi/pi_old with `use_bias_correction_kl` (default False); RLOO: k1 summed in "
-            f"the reward (`beta` {_default_0x('RLOOConfig', 'beta', HOOKS_FROM)})",
+            f"GRPO: k3 in the loss at `beta` (default {grpo_beta}), times pi/pi_old with "
+            "`use_bias_correction_kl` (default False); RLOO: k1 summed in the reward (`beta` "
+            f"{_default_0x('RLOOConfig', 'beta', HOOKS_FROM)})",
             "any KLConfig, GRPO and RLOO (the 1.x hooks)",
             _tested_0x(HOOKS_FROM, last_0x),
         )

@@ -18,8 +18,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kl_patches import KLConfig  # noqa: E402
-from kl_patches.adapters.trl import legacy, versions  # noqa: E402
+from kl_patches import KLConfig
+from kl_patches.adapters.trl import legacy, versions
 
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
@@ -49,7 +49,9 @@ def _args(**values: Any) -> Any:
 
 def test_native_beta_per_release_and_loss_type() -> None:
     # 0.14-0.16: no loss_type, a per-sequence token mean, no importance weight
-    seq = KLConfig(estimator="k3", placement="loss", coef=0.04, loss_aggregation="seq_mean_token_mean")
+    seq = KLConfig(
+        estimator="k3", placement="loss", coef=0.04, loss_aggregation="seq_mean_token_mean"
+    )
     assert legacy.native_beta("GRPO", _args(), seq, "0.14.0") == 0.04
     # 0.17+: reduced like loss_type; dr_grpo divides by max_completion_length itself
     tok = seq.replace(loss_aggregation="token_mean")
@@ -254,3 +256,26 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
             -row[metrics.REWARD_PENALTY], abs=1e-6
         )
         assert row[metrics.REWARD_SEQUENCE_KL] == pytest.approx(row[metrics.REWARD_PENALTY] / coef)
+
+
+@needs_native
+def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
+    """The online RLOOTrainer (0.22+): k1 summed in the reward is its own ``beta``, so the
+    patched trainer scores exactly like TRL's; the PPO-style one (before 0.22) is refused."""
+    from trl_support import harness
+
+    import kl_patches.trl as klt
+
+    if not versions.online_rloo(trl.__version__):
+        with pytest.raises(ValueError, match="PPO-style"):
+            klt.RLOOTrainer(str(dirs[0]), None, kl=KLConfig(coef=0.05))
+        return
+    native, patched = harness.pair(dirs, "RLOO", KLConfig(coef=0.05), beta=0.05)
+    assert patched.beta == 0.05
+    batch_n = harness.scored_batch(native, seed=7)
+    batch_p = harness.scored_batch(patched, seed=7)
+    assert torch.equal(batch_n["completion_ids"], batch_p["completion_ids"])
+    assert torch.equal(batch_n["advantages"], batch_p["advantages"])
+    native.beta = 0.0  # the KL changes the advantages, so the equality above could fail
+    batch_0 = harness.scored_batch(native, seed=7)
+    assert float((batch_n["advantages"] - batch_0["advantages"]).abs().max()) > 1e-4
