@@ -153,8 +153,8 @@ PINS_0X: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("0.18.2", ("transformers==4.51.3", "tokenizers>=0.21,<0.22")),
 )
-"""``(newest release served, pins)``, newest first: the pins are installed (with their
-dependencies) right before the first 0.x step at or below that release (measured):
+"""``(newest release served, pins)``, newest first: each 0.x step installs (with their
+dependencies) the pins of the last group whose newest release is at or above it (measured):
 transformers 4.56.2 (TRL 0.29 needs >= 4.56.2) with huggingface_hub 0.36, tokenizers 0.22,
 datasets 5.0.1 and the 1.x steps' accelerate serves 0.19-0.29; TRL 0.16 (its
 ``_get_train_sampler(self)``) cannot train under 4.56.2, which passes the dataset, so the
@@ -210,24 +210,24 @@ def _reason_0x(version: str) -> str:
     return "the hooks, as 0.27.0-0.29.1"
 
 
+def _pins(version: str) -> tuple[str, ...]:
+    """The :data:`PINS_0X` group serving 0.x ``version``."""
+    return [pins for newest, pins in PINS_0X if Version(version) <= Version(newest)][-1]
+
+
 def _steps_0x(releases: tuple[str, ...]) -> tuple[CompatStep, ...]:
-    """Steps for 0.x ``releases`` (newest first), each group's pins before its first step."""
-    steps, pending = [], list(PINS_0X)
-    for v in releases:
-        due = [pins for newest, pins in pending if Version(v) <= Version(newest)]
-        pending = [(n, p) for n, p in pending if Version(v) > Version(n)]
-        switch = ("--no-deps", f"trl=={v}")
-        reason = _reason_0x(v) if v in COMPAT_MATRIX_0X else "sweep only: " + _reason_0x(v)
-        steps.append(
-            CompatStep(
-                v,
-                (due[-1], switch) if due else (switch,),
-                reason,
-                tuple(d.test for d in compat.known_differences(v)),
-                tests=NATIVE_TESTS if patch_mode(v) == "native" else (),
-            )
+    """Steps for 0.x ``releases``: each installs its pins (a no-op when they are already
+    there, about 3 s) and then the release, so a step is the same in the matrix and the sweep."""
+    return tuple(
+        CompatStep(
+            v,
+            (_pins(v), ("--no-deps", f"trl=={v}")),
+            _reason_0x(v) if v in COMPAT_MATRIX_0X else "sweep only: " + _reason_0x(v),
+            tuple(d.test for d in compat.known_differences(v)),
+            tests=NATIVE_TESTS if patch_mode(v) == "native" else (),
         )
-    return tuple(steps)
+        for v in releases
+    )
 
 
 COMPAT_PLAN = CompatPlan(
