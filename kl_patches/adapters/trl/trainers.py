@@ -95,20 +95,38 @@ class _GRPOHooks(_HookedTrainer):
     """GRPO's own hooks."""
 
     def _generate_and_score_completions(self, inputs: Any) -> Any:
-        return hooks.grpo_generate_and_score(self, super()._generate_and_score_completions, inputs)
+        return hooks.grpo_generate_and_score(
+            self,
+            super()._generate_and_score_completions,  # type: ignore[misc]
+            inputs,
+        )
 
     def _compute_loss(self, model: Any, inputs: Any) -> Any:
-        return hooks.grpo_compute_loss(self, super()._compute_loss, model, inputs)
+        return hooks.grpo_compute_loss(
+            self,
+            super()._compute_loss,  # type: ignore[misc]
+            model,
+            inputs,
+        )
 
 
 class _RLOOHooks(_HookedTrainer):
     """RLOO's own hooks."""
 
     def _generate_and_score_completions(self, inputs: Any) -> Any:
-        return hooks.rloo_generate_and_score(self, super()._generate_and_score_completions, inputs)
+        return hooks.rloo_generate_and_score(
+            self,
+            super()._generate_and_score_completions,  # type: ignore[misc]
+            inputs,
+        )
 
     def _compute_loss(self, model: Any, inputs: Any) -> Any:
-        return hooks.rloo_compute_loss(self, super()._compute_loss, model, inputs)
+        return hooks.rloo_compute_loss(
+            self,
+            super()._compute_loss,  # type: ignore[misc]
+            model,
+            inputs,
+        )
 
 
 class GRPOTrainer(_KLTrainer if NATIVE else _GRPOHooks, trl.GRPOTrainer):  # type: ignore[misc]
