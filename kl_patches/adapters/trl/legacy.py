@@ -97,6 +97,8 @@ def prepare(
     penalty function when the KL is in the reward)."""
     import trl
 
+    if kind == "RLOO" and not online_rloo(version):
+        native_beta(kind, args, config, version)  # raises: the PPO-style trainer
     if args is None:
         name = model if isinstance(model, str) else model.config._name_or_path
         config_cls = trl.GRPOConfig if kind == "GRPO" else trl.RLOOConfig
