@@ -33,7 +33,14 @@ from kl_patches.adapters.support import Canary
 from kl_patches.config import KLConfig
 
 from . import legacy_reward, translate
-from .versions import ABSENT_MEANS, NATIVE_ONLY, ONLINE_RLOO_FROM, online_rloo, why_not_hooked
+from .versions import (
+    ABSENT_MEANS,
+    NATIVE_ONLY,
+    ONLINE_RLOO_FROM,
+    installed_version,
+    online_rloo,
+    why_not_hooked,
+)
 
 
 def settings(kind: str, args: Any) -> dict[str, object]:
@@ -171,7 +178,7 @@ def body_hash(cls: type, name: str) -> str:
 def _probe_kl_source() -> str | None:
     import trl
 
-    name = kl_method(trl.__version__)
+    name = kl_method(installed_version())
     found = body_hash(trl.GRPOTrainer, name)
     known = recorded_hashes(f"GRPOTrainer.{name}")
     if found in known:

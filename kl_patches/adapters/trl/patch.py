@@ -40,7 +40,7 @@ from kl_patches.config import KLConfig
 
 from . import canaries, compat, foreign, hooks, legacy
 from .delivery import configured
-from .versions import SUPPORT, online_rloo, patch_mode
+from .versions import SUPPORT, installed_version, online_rloo, patch_mode
 
 REGISTRY = PatchRegistry("trl", f"supported: {SUPPORT.describe()}")
 """The originals and replacements of TRL's patched trainer methods."""
@@ -99,7 +99,7 @@ def guard(force: bool = False) -> str:
     import trl
 
     forced = SUPPORT.forced(force)
-    version = SUPPORT.gate(trl.__version__, force=forced)
+    version = SUPPORT.gate(installed_version(), force=forced)
     if patch_mode(version) == "native":  # 0.14-0.26: beta only (legacy.py)
         foreign.check_classes(("__init__",))
         init = Target("trl", "__init__", owner=TRAINERS["GRPO"])

@@ -46,6 +46,7 @@ __all__ = [
     "TESTED_MIN",
     "check_version",
     "defaults_at",
+    "installed_version",
     "support_rows",
 ]
 
@@ -94,6 +95,20 @@ WHY_NOT_HOOKED: tuple[tuple[str, str, str], ...] = (
     ),
 )
 """``(first, last, why)``: why the releases ``first``-``last`` cannot take the hooks."""
+
+
+def installed_version() -> str:
+    """The installed TRL's version: ``trl.__version__``, or the distribution's metadata where
+    that is not a version (TRL 0.22.0 reads a ``VERSION`` file its wheel does not install and
+    says ``"unknown"``)."""
+    import trl
+    from packaging.version import InvalidVersion
+
+    try:
+        Version(str(trl.__version__))
+    except InvalidVersion:
+        return SUPPORT.installed() or str(trl.__version__)
+    return str(trl.__version__)
 
 
 def patch_mode(version: str) -> str:
