@@ -38,6 +38,7 @@ from .versions import (
     NATIVE_ONLY,
     ONLINE_RLOO_FROM,
     installed_version,
+    no_reward_function,
     online_rloo,
     why_not_hooked,
 )
@@ -82,18 +83,29 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
         f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none')"
-        + (
-            ", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
-            if kind == "GRPO"
-            else ""
-        )
+        + _reward_hint(kind, version)
         + ", or install trl>=0.27 for any KL config"
     )
 
 
-def reward_side(kind: str, config: KLConfig) -> bool:
-    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`)."""
-    return kind == "GRPO" and config.has_reward and legacy_reward.refusal(config) is None
+def _reward_hint(kind: str, version: str) -> str:
+    if kind != "GRPO":
+        return ""
+    why = no_reward_function(version)
+    if why:
+        return f" (no KL in the reward either: {why})"
+    return ", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
+
+
+def reward_side(kind: str, config: KLConfig, version: str) -> bool:
+    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`) on TRL
+    ``version``."""
+    return (
+        kind == "GRPO"
+        and config.has_reward
+        and legacy_reward.refusal(config) is None
+        and no_reward_function(version) is None
+    )
 
 
 def prepare(
@@ -112,7 +124,7 @@ def prepare(
         args = config_cls(f"{str(name).split('/')[-1]}-{kind}")
     else:
         args = copy.copy(args)
-    if reward_side(kind, config):
+    if reward_side(kind, config, version):
         if not config.coef > 0:
             raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
         args.beta = config.coef  # non-zero: TRL builds and runs the reference model
@@ -121,7 +133,7 @@ def prepare(
     return args, reward_funcs
 
 
-def after_init(trainer: Any, kind: str, config: KLConfig, beta: float) -> None:
+def after_init(trainer: Any, kind: str, config: KLConfig, beta: float, version: str) -> None:
     """Record the config on the trainer and fail loudly unless TRL took ``beta``; connect the
     penalty function when the KL is in the reward."""
     took = float(getattr(trainer, "beta", float("nan")))
@@ -132,7 +144,7 @@ def after_init(trainer: Any, kind: str, config: KLConfig, beta: float) -> None:
         )
     trainer._kl_config = config
     trainer._kl_native = True
-    if reward_side(kind, config):
+    if reward_side(kind, config, version):
         legacy_reward.bind(trainer, config)
 
 

@@ -269,7 +269,7 @@ def _wrap_native(kind: str, version: str, original: Callable[..., Any]) -> Calla
         config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
         args, reward_funcs = legacy.prepare(kind, model, args, reward_funcs, config, version)
         original(self, model, reward_funcs, args, *more, **kwargs)
-        legacy.after_init(self, kind, config, float(args.beta))
+        legacy.after_init(self, kind, config, float(args.beta), version)
         _CALLS["__init__"] += 1
 
     return init

@@ -53,7 +53,7 @@ class _KLTrainer(hooks.KLTrainerMixin):
                 )
             args, reward_funcs = legacy.prepare(kind, model, args, reward_funcs, config, VERSION)
             super().__init__(model, reward_funcs, args, *more, **kwargs)  # type: ignore[call-arg]
-            legacy.after_init(self, kind, config, float(args.beta))
+            legacy.after_init(self, kind, config, float(args.beta), VERSION)
             return
         public = GRPOTrainer if kind == "GRPO" else RLOOTrainer
         foreign.check_subclass(type(self), public, HOOKED)

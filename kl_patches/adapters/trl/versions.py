@@ -70,9 +70,16 @@ WHY_NOT_HOOKED: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "0.16.0",
-        "0.18.2",
+        "0.17.0",
         "the rewards are summed and normalised inline in _generate_and_score_completions (no "
         "_calculate_rewards before 0.19), so a reward-side penalty has no hook before the baseline",
+    ),
+    (
+        "0.18.0",
+        "0.18.2",
+        "the rewards are summed and normalised inline in _generate_and_score_completions (no "
+        "_calculate_rewards before 0.19), and the reference log-probs are computed in the loss, "
+        "after the rewards",
     ),
     (
         "0.19.0",
@@ -109,6 +116,27 @@ def installed_version() -> str:
     except InvalidVersion:
         return SUPPORT.installed() or str(trl.__version__)
     return str(trl.__version__)
+
+
+NO_REWARD_FUNCTION: tuple[tuple[str, str, str], ...] = (
+    (
+        "0.18.0",
+        "0.18.2",
+        "TRL 0.18 computes the reference log-probs in _compute_loss, after the rewards "
+        "(grpo_trainer.py:1283 in 0.18.2), so a reward function cannot read them",
+    ),
+)
+"""``(first, last, why)``: releases of :data:`NATIVE_ONLY` where GRPO's KL cannot run as a
+reward function (:mod:`.legacy_reward`)."""
+
+
+def no_reward_function(version: str) -> str | None:
+    """Why GRPO's KL in the reward cannot run as a reward function on ``version`` (None: it
+    can, or the hooks run there)."""
+    for first, last, why in NO_REWARD_FUNCTION:
+        if Version(first) <= Version(version) <= Version(last):
+            return why
+    return None
 
 
 def patch_mode(version: str) -> str:
@@ -458,10 +486,13 @@ def _rows_0x() -> list[SupportRow]:
             )
             + rloo
         )
-        patched = (
-            "GRPO: KL in the reward (sequence-level, as one more reward function) and what "
-            f"`beta` runs; RLOO: what `beta` runs; anything else refused ({why})"
+        reward = (
+            "GRPO: what `beta` runs"
+            if no_reward_function(first)
+            else "GRPO: KL in the reward (sequence-level, as one more reward function) and what "
+            "`beta` runs"
         )
+        patched = f"{reward}; RLOO: what `beta` runs; anything else refused ({why})"
         rows.append(SupportRow(f"{first}-{last}", native, patched, _tested_0x(first, last)))
     grpo_beta = _default_0x("GRPOConfig", "beta", HOOKS_FROM)
     rows.append(

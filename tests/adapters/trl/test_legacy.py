@@ -234,6 +234,10 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
 
     monkeypatch.setattr(legacy_reward, "_inputs", spy_inputs)
     monkeypatch.setattr(legacy_reward, "_penalty", spy_penalty)
+    if versions.no_reward_function(INSTALLED):  # 0.18: reference log-probs only in the loss
+        with pytest.raises(ValueError, match="no KL in the reward either"):
+            _trainer(dirs, patched=True, kl=KLConfig(coef=coef), **_overrides())
+        return
     trainer = _trainer(
         dirs, patched=True, kl=KLConfig(coef=coef), gradient_accumulation_steps=1, **_overrides()
     )
