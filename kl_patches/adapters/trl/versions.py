@@ -186,8 +186,14 @@ oldest release the hooks patch, was tested once (:data:`ONCE_0X`): a hooks step 
 about 2.5 min (its install and 58 tests), a ``beta``/reward-function step about 1 min."""
 
 ONCE_0X: dict[str, str] = {
-    "0.27.0": "57 passed, 1 deselected (luspo, a known difference)",
-    "0.26.0": "11 passed (tests/adapters/trl/test_legacy.py, before its RLOO test existed)",
+    "0.15.2": "12 passed (tests/adapters/trl/test_legacy.py, transformers 4.51.3)",
+    "0.18.2": "12 passed (test_legacy.py: the reward function refused, 4.51.3)",
+    "0.20.0": "12 passed (test_legacy.py, 4.56.2)",
+    "0.22.0": "12 passed (test_legacy.py, 4.56.2)",
+    "0.25.1": "12 passed (test_legacy.py, 4.56.2)",
+    "0.26.2": "12 passed (test_legacy.py, 4.56.2)",
+    "0.27.0": "57 passed, 1 deselected (luspo, a known difference; 4.56.2)",
+    "0.28.0": "57 passed, 1 deselected (luspo, a known difference; 4.56.2)",
 }
 """0.x release -> result of its compat tests run once here (2026-12-07, transformers 4.56.2),
 outside :data:`COMPAT_MATRIX_0X`."""
