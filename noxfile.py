@@ -200,7 +200,8 @@ def _run_plan(session: nox.Session, library: str, name: str) -> None:
             session.run("python", "-m", "pip", "install", "-q", *command, env=env)
         deselect = [f"--deselect={test}" for test in step["deselect"]]
         select = ["-k", step["select"]] if step["select"] else []
-        session.run("pytest", "-q", "-p", "no:cacheprovider", *plan["tests"], *deselect,
+        tests = step.get("tests") or plan["tests"]
+        session.run("pytest", "-q", "-p", "no:cacheprovider", *tests, *deselect,
                     *select, *session.posargs, env=ENV)  # fmt: skip
 
 

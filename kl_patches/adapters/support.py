@@ -255,6 +255,9 @@ class CompatStep:
     select: str = ""
     """A pytest ``-k`` expression that restricts the tests (a release only its canaries can
     cover here, e.g. one that cannot train on a CPU); empty: all of them."""
+    tests: tuple[str, ...] = ()
+    """Test files run for this release instead of the plan's :attr:`CompatPlan.tests` (a
+    release the adapter supports differently, e.g. natively only); empty: the plan's."""
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,8 @@ offline()
 
 
 def build_tokenizer() -> Any:
-    """A character-level ``PreTrainedTokenizerFast`` (left padding, ``<pad>`` and ``<eos>``)."""
+    """A character-level ``PreTrainedTokenizerFast`` (left padding, ``<pad>`` and ``<eos>``, no
+    ``token_type_ids``)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -64,8 +65,12 @@ def build_tokenizer() -> Any:
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="left"
+    return PreTrainedTokenizerFast(  # model_input_names as Qwen2's own tokenizer: transformers
+        tokenizer_object=tok,  # 4.x would add token_type_ids, which generate() refuses
+        pad_token="<pad>",
+        eos_token="<eos>",
+        padding_side="left",
+        model_input_names=["input_ids", "attention_mask"],
     )
 
 

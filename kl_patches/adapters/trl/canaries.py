@@ -113,6 +113,7 @@ def _stand_in(cls: type, **attrs: Any) -> Any:
         "epsilon_low": 0.2,
         "epsilon_high": 0.2,
         "temperature": 1.0,
+        "tools": None,  # 0.26-0.28 read it in the loss (tool masks)
     }
     base.update(attrs)
     for key, value in base.items():

@@ -40,6 +40,17 @@ RELEASES_1X: tuple[str, ...] = (
 )  # fmt: skip
 """Every final TRL 1.x release on PyPI up to 1.16.0, patch releases included."""
 
+RELEASES_0X: tuple[str, ...] = (
+    "0.14.0", "0.15.0", "0.15.1", "0.15.2", "0.16.0", "0.16.1", "0.17.0", "0.18.0", "0.18.1",
+    "0.18.2", "0.19.0", "0.19.1", "0.20.0", "0.21.0", "0.22.0", "0.22.1", "0.22.2", "0.23.0",
+    "0.23.1", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.26.1", "0.26.2", "0.27.0", "0.27.1",
+    "0.27.2", "0.28.0", "0.29.0", "0.29.1",
+)  # fmt: skip
+"""Every final TRL 0.x release on PyPI with a GRPOTrainer (GRPO arrived in 0.14.0)."""
+
+RELEASES: tuple[str, ...] = RELEASES_0X + RELEASES_1X
+"""Every recorded release the patch accepts, oldest first."""
+
 HOOKED_METHODS: tuple[str, ...] = recording.HOOKED_METHODS
 """The methods :mod:`.patch` wraps (its ``HOOKED``; a test keeps the two equal)."""
 
@@ -49,18 +60,22 @@ TRAINER_FILES: dict[str, str] = {
 """Where each trainer class is defined in every 1.x release."""
 
 
-def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tuple[str, str], str]]:
-    """:data:`SIGNATURES` and :data:`SIGNATURE_SOURCES` from the recorded releases."""
+def _signature_steps(
+    releases: tuple[str, ...],
+) -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tuple[str, str], str]]:
+    """:data:`SIGNATURES` and :data:`SIGNATURE_SOURCES` from the recorded ``releases``."""
     data = recording_of("kl_patches.adapters.trl")
     steps: dict[str, tuple[tuple[str, str], ...]] = {}
     sources: dict[tuple[str, str], str] = {}
     for cls in TRAINER_FILES:
         for name in HOOKED_METHODS:
             method, found = f"{cls}.{name}", list[tuple[str, str]]()
-            for release in RELEASES_1X:
+            for release in releases:
                 record = data.at(release).symbols[method]
-                if record is None:
+                if record is None and release in RELEASES_1X:
                     raise RuntimeError(f"TRL {release} data: {method} is not defined")
+                if record is None:  # a 0.x release without this hook point
+                    continue
                 text = str(record["signature"])[len(name) :]
                 if not found or found[-1][1] != text:
                     found.append((release, text))
@@ -69,11 +84,15 @@ def _signature_steps() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[tup
     return steps, sources
 
 
-SIGNATURES, SIGNATURE_SOURCES = _signature_steps()
+SIGNATURES, SIGNATURE_SOURCES = _signature_steps(RELEASES_1X)
 """Method (``Class.method``) -> ``(since, signature)`` steps: each text holds from ``since``
 until the next step; it is ``(args) -> returns`` as :func:`signature_text` writes the ``def``.
 And (method, since) -> ``path:line`` of that ``def`` in release ``since``. Both derived from the
 recorded releases (``data/<release>.json``, ``symbols``)."""
+
+SIGNATURES_0X, SIGNATURE_SOURCES_0X = _signature_steps(RELEASES_0X)
+"""The same for the 0.x releases (a method a release does not define has no step there); the
+guard accepts a signature of either (:func:`.patch.signatures`)."""
 
 SURFACE_CHANGES: tuple[Change, ...] = (
     Change(
@@ -735,6 +754,38 @@ SURFACE = History("trl-patch-surface", RELEASES_1X, SURFACE_CHANGES)
 """The code the adapter copies or mirrors, per TRL 1.x release (keys ``grpo.``, ``rloo.``,
 ``nanstd``; ``grpo.config.``/``rloo.config.`` are the defaults :mod:`.versions` relies on)."""
 
+SURFACE_0X: dict[str, tuple[str, dict[str, object]]] = {
+    "0.27.0": (
+        "read from the 0.27.0 wheel: _compute_loss, _generate_and_score_completions and "
+        "_get_per_token_logps_and_entropies compute what 1.0.0's do for every row above "
+        "(grpo_trainer.py:2240-2381: beta*k3, normaliser num_items_in_batch/num_processes, "
+        ":1030 returns (logps, entropies)); no luspo loss type yet; the canaries pass",
+        {"grpo.kl_aggregation.luspo": None},
+    ),
+    "0.28.0": (
+        "0.28.0 adds luspo (grpo_trainer.py:2083, padding included as in 1.0.0)",
+        {"grpo.kl_aggregation.luspo": "length_weighted_mean_incl_padding"},
+    ),
+}
+"""The releases the hooks patch before 1.0.0 (0.27.0-0.29.1): ``since -> (evidence, rows that
+differ from 1.0.0's)`` (None: the row does not exist there); :func:`surface_at`."""
+
+
+def surface_at(version: str) -> dict[str, object]:
+    """:data:`SURFACE` at ``version``; for 0.27.0-0.29.1, 1.0.0's rows with :data:`SURFACE_0X`."""
+    from packaging.version import Version
+
+    if version in RELEASES_1X or Version(version) >= Version(RELEASES_1X[0]):
+        return dict(SURFACE.at(version))
+    out = dict(SURFACE.at(RELEASES_1X[0]))
+    steps = [since for since in SURFACE_0X if Version(since) <= Version(version)]
+    if not steps:
+        raise KeyError(f"TRL {version} is not patched with the hooks; no surface is recorded")
+    for since in steps:
+        out.update(SURFACE_0X[since][1])
+    return out
+
+
 CHANGE_POINTS: tuple[tuple[str, str], ...] = (
     (
         "1.1.0",
@@ -827,6 +878,32 @@ INSTALL_RECIPES: tuple[InstallRecipe, ...] = (
         "1.15.0 installs and imports but cannot score on CPU: AttributeError from "
         "_ChunkedLogProbFunction (None without triton), and with triton 3.9.0 installed "
         "RuntimeError: 0 active drivers; it needs a CUDA/XPU machine",
+    ),
+    InstallRecipe(
+        "0.19.0-0.29.1",
+        (
+            "pip install torch==2.13.0",
+            "pip install transformers==4.56.2 trl==V datasets==5.0.1 tokenizers requests",
+        ),
+        "transformers 4.56.2, huggingface_hub 0.36.2, tokenizers 0.22.2, datasets 5.0.1, "
+        "accelerate 1.16.0 (checked for 0.19.0, 0.23.0, 0.26.0, 0.27.0, 0.29.0, 0.29.1)",
+        "fresh install with trl 0.29.0 about 10 min here (2 shared cores, torch included); "
+        "transformers 5.x is not tried: 0.x releases predate it. 0.27 on 4.56 passes the "
+        "tokenizer's token_type_ids to generate(), which Qwen2 refuses: the tiny tokenizer "
+        "returns none",
+    ),
+    InstallRecipe(
+        "0.14.0-0.18.2",
+        (
+            "pip install torch==2.13.0",
+            "pip install transformers==4.51.3 'tokenizers<0.22' trl==V rich datasets requests",
+        ),
+        "transformers 4.51.3, tokenizers 0.21.4 (checked for 0.14.0, 0.16.0)",
+        "TRL 0.16.0 under transformers 4.56.2 fails in train() (TypeError: "
+        "_get_train_sampler() takes 1 positional argument but 2 were given; 0.16 defines it "
+        "without the dataset argument, 0.17 with it); 0.14-0.17 import rich without depending on "
+        "it (ModuleNotFoundError otherwise). Switching from the 0.19+ recipe: pip install "
+        "transformers==4.51.3 'tokenizers<0.22' 61 s",
     ),
     InstallRecipe(
         "any 1.x, switching in one venv",

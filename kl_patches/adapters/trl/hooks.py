@@ -169,10 +169,11 @@ def validate(kind: str, args: Any, config: KLConfig) -> None:
                 f"hooks; set {flag}=False"
             )
     if kind == "GRPO":
-        if config.has_reward and args.multi_objective_aggregation != "sum_then_normalize":
+        aggregation = getattr(args, "multi_objective_aggregation", "sum_then_normalize")  # 0.29+
+        if config.has_reward and aggregation != "sum_then_normalize":
             raise ValueError(
                 "kl_patches.trl: KL in the reward needs multi_objective_aggregation="
-                f"'sum_then_normalize' (got {args.multi_objective_aggregation!r}): with "
+                f"'sum_then_normalize' (got {aggregation!r}): with "
                 "'normalize_then_sum' each reward function is normalised on its own and the KL "
                 "penalty has no defined place"
             )

@@ -38,9 +38,9 @@ from kl_patches.adapters import delivery
 from kl_patches.adapters.patching import PatchRegistry, Target, serialized
 from kl_patches.config import KLConfig
 
-from . import canaries, compat, foreign, hooks
+from . import canaries, compat, foreign, hooks, legacy
 from .delivery import configured
-from .versions import SUPPORT
+from .versions import SUPPORT, installed_version, online_rloo, patch_mode
 
 REGISTRY = PatchRegistry("trl", f"supported: {SUPPORT.describe()}")
 """The originals and replacements of TRL's patched trainer methods."""
@@ -76,8 +76,10 @@ def targets() -> dict[str, list[Target]]:
 
 
 def signatures(target: Target) -> tuple[str, ...]:
-    """The signature texts of ``target`` recorded for the tested TRL releases."""
-    return tuple(text for _, text in compat.SIGNATURES[f"{target.owner}.{target.attr}"])
+    """The signature texts of ``target`` recorded for the tested TRL releases (0.x and 1.x)."""
+    name = f"{target.owner}.{target.attr}"
+    steps = (*compat.SIGNATURES_0X.get(name, ()), *compat.SIGNATURES[name])
+    return tuple(dict.fromkeys(text for _, text in steps))
 
 
 def guard(force: bool = False) -> str:
@@ -97,7 +99,12 @@ def guard(force: bool = False) -> str:
     import trl
 
     forced = SUPPORT.forced(force)
-    version = SUPPORT.gate(trl.__version__, force=forced)
+    version = SUPPORT.gate(installed_version(), force=forced)
+    if patch_mode(version) == "native":  # 0.14-0.26: beta only (legacy.py)
+        foreign.check_classes(("__init__",))
+        init = Target("trl", "__init__", owner=TRAINERS["GRPO"])
+        REGISTRY.check_signatures({init: signatures(init)}, force=forced)
+        return SUPPORT.verify(version, force=forced, canaries=legacy.canaries())
     foreign.check_classes(HOOKED)  # forced by KL_PATCHES_FORCE_TRAINER, not by a version force
     for cls in TRAINERS.values():
         missing = [n for n in HOOKED if not callable(getattr(getattr(trl, cls), n, None))]
@@ -233,6 +240,41 @@ def _wrap(kind: str, name: str, original: Callable[..., Any]) -> Callable[..., A
     return method
 
 
+def _wrap_native(kind: str, version: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``__init__`` of a release patched through ``beta`` only (:mod:`.legacy`)."""
+
+    @functools.wraps(original)
+    def init(
+        self: Any,
+        model: Any = None,
+        reward_funcs: Any = None,
+        args: Any = None,
+        *more: Any,
+        kl: Any = None,
+        kl_full_monitor: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(self, hooks.KLTrainerMixin) or not _ACTIVE:
+            if kl is not None or kl_full_monitor is not None:
+                raise TypeError("pass kl= to the kl_patches trainer itself")
+            original(self, model, reward_funcs, args, *more, **kwargs)
+            return
+        if kind == "RLOO" and not online_rloo(version):
+            legacy.native_beta(kind, None, _ACTIVE[-1], version)  # raises: PPO-style trainer
+        if kl_full_monitor or (kl_full_monitor is None and _MONITOR[-1]):
+            raise ValueError(
+                f"kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.27); "
+                f"TRL {version} is patched through beta only"
+            )
+        config = KLConfig.coerce(kl) if kl is not None else _ACTIVE[-1]
+        args, reward_funcs = legacy.prepare(kind, model, args, reward_funcs, config, version)
+        original(self, model, reward_funcs, args, *more, **kwargs)
+        legacy.after_init(self, kind, config, float(args.beta), version)
+        _CALLS["__init__"] += 1
+
+    return init
+
+
 @serialized
 def apply(
     config: KLConfig | str | dict[str, Any] | None = None,
@@ -251,9 +293,15 @@ def apply(
     ``KL_PATCHES_FORCE=1``), and if a hooked method is missing. Returns the active config.
     """
     resolved = KLConfig.coerce(config) if config is not None else configured() or KLConfig()
-    guard(force)
+    version = guard(force)
     _ACTIVE[:] = [resolved]
     _MONITOR[:] = [full_monitor]
+    if patch_mode(version) == "native":  # only __init__ (beta); legacy.py says why
+        for kind, cls in TRAINERS.items():
+            target = Target("trl", "__init__", owner=cls)
+            REGISTRY.patch(target, functools.partial(_wrap_native, kind, version))
+        delivery.announce("trl", str(resolved))
+        return resolved
     for kind, items in targets().items():
         for target in items:
             REGISTRY.patch(target, functools.partial(_wrap, kind, target.attr))

@@ -26,7 +26,7 @@ from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
-from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
+from .versions import ABSENT_MEANS, GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
     "trl.kl_off": "kl_off",
@@ -556,7 +556,7 @@ def installed_defaults() -> dict[str, dict[str, object]]:
         ("RLOO", trl.RLOOConfig, RLOO_DEFAULTS),
     ):
         cfg = cls(output_dir="/tmp/kl-patches-defaults", use_cpu=True, bf16=False)
-        values = {k: getattr(cfg, k) for k in keys}
+        values = {k: getattr(cfg, k, ABSENT_MEANS.get(k)) for k in keys}  # 0.x: may lack some
         values["steps_per_generation"] = None  # TRL fills it from gradient_accumulation_steps
         out[kind] = values
     return out

@@ -16,10 +16,15 @@ import trl
 
 from kl_patches.config import KLConfig
 
-from . import foreign, hooks
+from . import foreign, hooks, legacy
 from .patch import HOOKED, guard
+from .versions import patch_mode
 
-guard()
+VERSION = guard()
+"""The installed TRL release (checked at import)."""
+
+NATIVE = patch_mode(VERSION) == "native"
+"""True on TRL 0.14-0.26: ``kl`` runs through TRL's ``beta`` only (:mod:`.legacy`)."""
 
 
 class _KLTrainer(hooks.KLTrainerMixin):
@@ -39,9 +44,19 @@ class _KLTrainer(hooks.KLTrainerMixin):
         **kwargs: Any,
     ) -> None:
         kind = self._kl_kind
+        config = KLConfig.coerce(kl)
+        if NATIVE:
+            if kl_full_monitor:
+                raise ValueError(
+                    "kl_patches.trl: the full-vocabulary KL monitor needs the hooks (trl>=0.27); "
+                    f"TRL {VERSION} is patched through beta only"
+                )
+            args, reward_funcs = legacy.prepare(kind, model, args, reward_funcs, config, VERSION)
+            super().__init__(model, reward_funcs, args, *more, **kwargs)  # type: ignore[call-arg]
+            legacy.after_init(self, kind, config, float(args.beta), VERSION)
+            return
         public = GRPOTrainer if kind == "GRPO" else RLOOTrainer
         foreign.check_subclass(type(self), public, HOOKED)
-        config = KLConfig.coerce(kl)
         hooks.init_state(self, config, kl_full_monitor)
         args = hooks.prepare_args(kind, model, args, config)
         super().__init__(model, reward_funcs, args, *more, **kwargs)  # type: ignore[call-arg]
@@ -51,6 +66,10 @@ class _KLTrainer(hooks.KLTrainerMixin):
     def kl_config(self) -> KLConfig:
         """The KL regulariser this trainer runs."""
         return self._kl_config
+
+
+class _HookedTrainer(_KLTrainer):
+    """The hooks of TRL >= 0.27 (on 0.14-0.26 the trainers take ``kl`` through ``beta``)."""
 
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
         return hooks.get_logps(
@@ -72,25 +91,51 @@ class _KLTrainer(hooks.KLTrainerMixin):
         return hooks.training_step(self, super().training_step, args, kwargs)  # type: ignore[misc]
 
 
-class GRPOTrainer(_KLTrainer, trl.GRPOTrainer):  # type: ignore[misc]
+class _GRPOHooks(_HookedTrainer):
+    """GRPO's own hooks."""
+
+    def _generate_and_score_completions(self, inputs: Any) -> Any:
+        return hooks.grpo_generate_and_score(
+            self,
+            super()._generate_and_score_completions,  # type: ignore[misc]
+            inputs,
+        )
+
+    def _compute_loss(self, model: Any, inputs: Any) -> Any:
+        return hooks.grpo_compute_loss(
+            self,
+            super()._compute_loss,  # type: ignore[misc]
+            model,
+            inputs,
+        )
+
+
+class _RLOOHooks(_HookedTrainer):
+    """RLOO's own hooks."""
+
+    def _generate_and_score_completions(self, inputs: Any) -> Any:
+        return hooks.rloo_generate_and_score(
+            self,
+            super()._generate_and_score_completions,  # type: ignore[misc]
+            inputs,
+        )
+
+    def _compute_loss(self, model: Any, inputs: Any) -> Any:
+        return hooks.rloo_compute_loss(
+            self,
+            super()._compute_loss,  # type: ignore[misc]
+            model,
+            inputs,
+        )
+
+
+class GRPOTrainer(_KLTrainer if NATIVE else _GRPOHooks, trl.GRPOTrainer):  # type: ignore[misc]
     """TRL's GRPOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
 
     _kl_kind = "GRPO"
 
-    def _generate_and_score_completions(self, inputs: Any) -> Any:
-        return hooks.grpo_generate_and_score(self, super()._generate_and_score_completions, inputs)
 
-    def _compute_loss(self, model: Any, inputs: Any) -> Any:
-        return hooks.grpo_compute_loss(self, super()._compute_loss, model, inputs)
-
-
-class RLOOTrainer(_KLTrainer, trl.RLOOTrainer):  # type: ignore[misc]
+class RLOOTrainer(_KLTrainer if NATIVE else _RLOOHooks, trl.RLOOTrainer):  # type: ignore[misc]
     """TRL's RLOOTrainer with the KL regulariser chosen by ``kl`` (a KLConfig or short name)."""
 
     _kl_kind = "RLOO"
-
-    def _generate_and_score_completions(self, inputs: Any) -> Any:
-        return hooks.rloo_generate_and_score(self, super()._generate_and_score_completions, inputs)
-
-    def _compute_loss(self, model: Any, inputs: Any) -> Any:
-        return hooks.rloo_compute_loss(self, super()._compute_loss, model, inputs)

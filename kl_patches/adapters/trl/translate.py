@@ -26,7 +26,7 @@ from typing import Any, Optional
 from kl_patches.adapters import flags
 from kl_patches.config import KLConfig
 
-from .versions import GRPO_DEFAULTS, GRPO_LOSS_AGGREGATION, RLOO_DEFAULTS, TESTED_MIN
+from .versions import GRPO_DEFAULTS, GRPO_LOSS_AGGREGATION, RLOO_DEFAULTS
 
 MONITOR_FIELD = "kl_full_monitor"
 """The one KLArguments field that is not a KLConfig field (a monitor switch)."""
@@ -216,7 +216,7 @@ def native_config(kind: str, s: dict[str, object]) -> KLConfig:
     loss_type = str(s["loss_type"])
     if loss_type not in GRPO_LOSS_AGGREGATION:
         raise ValueError(
-            f"loss_type={loss_type!r} is not valid for TRL {'.'.join(map(str, TESTED_MIN))}; "
+            f"loss_type={loss_type!r} is not one TRL's GRPOTrainer has (up to 1.16); "
             f"choose one of {sorted(GRPO_LOSS_AGGREGATION)}"
         )
     coef = beta

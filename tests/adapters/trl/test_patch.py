@@ -60,9 +60,9 @@ def test_version_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     expected a refusal of 1.17.0 before the range and the canaries existed)."""
     monkeypatch.delenv(versions.FORCE_ENV, raising=False)
     monkeypatch.delenv(versions.SUPPORT.legacy_force_env, raising=False)
-    for refused in ("0.29.1", "1.17.0rc1"):
+    for refused in ("0.13.2", "1.17.0rc1"):
         monkeypatch.setattr(trl, "__version__", refused)
-        with pytest.raises(RuntimeError, match=r"trl>=1\.0\.0,<1\.17\.0"):
+        with pytest.raises(RuntimeError, match=r"trl>=0\.14\.0,<1\.17\.0"):
             klt.apply("k1-in-reward")
         assert not klt.is_applied()
         klt.apply("k1-in-reward", force=True)

@@ -1,0 +1,286 @@
+"""TRL 0.14-0.26 (patched through ``beta`` only): the patched trainer equals TRL's own for the
+native setting, bit for bit; everything ``beta`` cannot express is refused with the nearest
+setting; the canary and the version guard. The pure-logic tests run with any TRL; the ones that
+build trainers need a release of :data:`kl_patches.adapters.trl.versions.NATIVE_ONLY` (``nox -s
+"compat(library='trl')"`` runs this file for 0.14.0, 0.16.0, 0.19.0 and 0.23.0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kl_patches import KLConfig
+from kl_patches.adapters.trl import legacy, versions
+
+torch = pytest.importorskip("torch")
+trl = pytest.importorskip("trl")
+
+INSTALLED = versions.installed_version()  # 0.22.0's trl.__version__ is "unknown"
+NATIVE = versions.patch_mode(INSTALLED) == "native"
+needs_native = pytest.mark.skipif(
+    not NATIVE, reason=f"TRL {INSTALLED} is patched with the hooks (tests/adapters/trl/...)"
+)
+
+
+# ------------------------------------------------------------------ logic (any TRL installed)
+def test_modes_of_the_range() -> None:
+    assert versions.patch_mode("0.14.0") == "native"
+    assert versions.patch_mode("0.26.2") == "native"
+    assert versions.patch_mode("0.27.0") == "hooks"
+    assert versions.patch_mode("1.16.0") == "hooks"
+    assert "_calculate_rewards" in versions.why_not_hooked("0.17.0")
+    with pytest.raises(KeyError):
+        versions.why_not_hooked("0.27.0")
+    assert versions.SUPPORT.position("0.14.0") == "inside"
+    assert versions.SUPPORT.position("0.13.2") == "below"
+
+
+def _args(**values: Any) -> Any:
+    return SimpleNamespace(max_completion_length=256, **values)
+
+
+def test_native_beta_per_release_and_loss_type() -> None:
+    # 0.14-0.16: no loss_type, a per-sequence token mean, no importance weight
+    seq = KLConfig(
+        estimator="k3", placement="loss", coef=0.04, loss_aggregation="seq_mean_token_mean"
+    )
+    assert legacy.native_beta("GRPO", _args(), seq, "0.14.0") == 0.04
+    # 0.17+: reduced like loss_type; dr_grpo divides by max_completion_length itself
+    tok = seq.replace(loss_aggregation="token_mean")
+    assert legacy.native_beta("GRPO", _args(loss_type="bnpo"), tok, "0.17.0") == 0.04
+    total = seq.replace(loss_aggregation="sum", coef=0.001)
+    beta = legacy.native_beta("GRPO", _args(loss_type="dr_grpo"), total, "0.23.0")
+    assert beta == pytest.approx(0.256)
+    assert legacy.native_beta("GRPO", _args(), KLConfig(placement="none"), "0.14.0") == 0.0
+    # RLOO (online from 0.22): k1 summed in the reward
+    assert legacy.native_beta("RLOO", _args(), KLConfig(coef=0.05), "0.22.0") == 0.05
+
+
+@pytest.mark.parametrize(
+    "config,where",
+    [
+        (KLConfig(estimator="k3", placement="both"), "0.14.0"),  # a loss side beta cannot run
+        (KLConfig(estimator="k3", placement="loss"), "0.16.0"),  # TRL reduces per sequence
+        (
+            KLConfig(
+                estimator="k3",
+                placement="loss",
+                loss_aggregation="token_mean",
+                importance_weighting="token",
+            ),
+            "0.23.0",
+        ),
+    ],
+)
+def test_refuses_what_beta_cannot_express(config: KLConfig, where: str) -> None:
+    args = _args(loss_type="bnpo") if where != "0.14.0" and where != "0.16.0" else _args()
+    with pytest.raises(ValueError, match="runs a KL config only through its beta") as info:
+        legacy.native_beta("GRPO", args, config, where)
+    assert "KLConfig(**{" in str(info.value)  # the nearest native config, spelled out
+    assert versions.why_not_hooked(where) in str(info.value)
+
+
+def test_refuses_the_ppo_style_rloo() -> None:
+    with pytest.raises(ValueError, match="PPO-style"):
+        legacy.native_beta("RLOO", _args(), KLConfig(coef=0.05), "0.21.0")
+
+
+# ------------------------------------------------------------------ against the installed TRL
+@needs_native
+def test_canary_reads_the_recorded_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    (canary,) = legacy.canaries()
+    assert canary.probe() is None
+    name = legacy.kl_method(INSTALLED)
+    assert legacy.body_hash(trl.GRPOTrainer, name) in legacy.recorded_hashes(f"GRPOTrainer.{name}")
+    monkeypatch.setattr(legacy, "recorded_hashes", lambda method: {"000000000000": "0.14.0"})
+    problem = canary.probe()
+    assert problem is not None and name in problem
+
+
+def _trainer(dirs: tuple[Path, Path], patched: bool, **overrides: Any) -> Any:
+    from trl_support import harness
+
+    return harness.make_trainer(*dirs, "GRPO", patched=patched, **overrides)
+
+
+def _step_loss(trainer: Any, seed: int = 0) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """TRL's own loss for one generation batch (generated with ``seed``) and its gradients."""
+    from trl_support import harness
+
+    trainer.model.train()
+    params = [p for p in trainer.model.parameters() if p.requires_grad]
+    prompts = harness.generation_inputs(4)
+    torch.manual_seed(seed)
+    if hasattr(trainer, "_generate_and_score_completions"):  # 0.16+
+        inputs: Any = trainer._generate_and_score_completions(prompts)
+    elif hasattr(trl.GRPOTrainer, "_get_per_token_logps"):  # 0.15: scoring in _prepare_inputs
+        inputs = trainer._prepare_inputs(prompts)
+    else:  # 0.14: generation inside compute_loss, one prompt per group
+        inputs = [{"prompt": p} for p in harness.GROUP_PROMPTS]
+    loss = trainer.compute_loss(trainer.model, inputs)
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return loss.detach(), [
+        torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)
+    ]
+
+
+def _overrides() -> dict[str, Any]:
+    """Batch shape per release: 0.14 counts prompts per device (each generating
+    ``num_generations``), later releases count completions."""
+    from packaging.version import Version
+
+    return {"per_device_train_batch_size": 2} if Version(INSTALLED) < Version("0.15") else {}
+
+
+@needs_native
+def test_k3_in_loss_equals_native_bit_for_bit(dirs: tuple[Path, Path]) -> None:
+    from trl_support import harness
+
+    import kl_patches.trl as klt
+
+    native = _trainer(dirs, patched=False, beta=0.04, **_overrides())
+    config = legacy.native_config_of(native.args)
+    assert config.estimator == "k3" and config.placement == "loss" and config.coef == 0.04
+    patched = _trainer(dirs, patched=True, kl=config, beta=0.0, **_overrides())
+    assert isinstance(patched, klt.GRPOTrainer) and patched.beta == 0.04
+    harness.perturb(native.model)
+    harness.perturb(patched.model)
+    loss_n, grads_n = _step_loss(native)
+    loss_p, grads_p = _step_loss(patched)
+    assert torch.equal(loss_n, loss_p)
+    assert all(torch.equal(a, b) for a, b in zip(grads_n, grads_p, strict=True))
+    native.beta = 0.0  # the KL term matters here, so the equality above could fail
+    _, grads_0 = _step_loss(native)
+    assert max(float((a - b).abs().max()) for a, b in zip(grads_n, grads_0, strict=True)) > 1e-4
+
+
+@needs_native
+def test_apply_sets_beta_and_refuses_at_construction(dirs: tuple[Path, Path]) -> None:
+    import kl_patches.trl as klt
+
+    native = _trainer(dirs, patched=False, beta=0.04, **_overrides())
+    config = legacy.native_config_of(native.args)
+    before = {cls: cls.__dict__["__init__"] for cls in (trl.GRPOTrainer, trl.RLOOTrainer)}
+    klt.apply(config)
+    try:
+        assert klt.applied() == ["trl.GRPOTrainer.__init__", "trl.RLOOTrainer.__init__"]
+        trainer = _trainer(dirs, patched=False, beta=0.0, **_overrides())
+        assert trainer.beta == 0.04 and trainer._kl_config == config
+        klt.apply(KLConfig(reward_shape="reward_to_go"))  # applying again replaces the config
+        with pytest.raises(ValueError, match="only through its beta"):
+            _trainer(dirs, patched=False, **_overrides())
+    finally:
+        klt.revert()
+    assert {cls: cls.__dict__["__init__"] for cls in before} == before
+    assert _trainer(dirs, patched=False, beta=0.0, **_overrides()).beta == 0.0
+
+
+@needs_native
+def test_two_training_steps_with_the_native_kl(dirs: tuple[Path, Path]) -> None:
+    """``trainer.train()`` through TRL's own loop: TRL logs its k3 metric, the patch's beta."""
+    native = _trainer(dirs, patched=False, beta=0.04, **_overrides())
+    config = legacy.native_config_of(native.args)
+    trainer = _trainer(dirs, patched=True, kl=config, beta=0.0, **_overrides())
+    result = trainer.train()
+    assert result.global_step == 2
+    logged = [row["kl"] for row in trainer.state.log_history if "kl" in row]
+    assert len(logged) == 2 and all(value >= 0.0 for value in logged)
+    assert logged[-1] > 0.0  # the policy moved away from the reference
+
+
+@needs_native
+def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The oldest releases' GRPO with k1 in the reward, through ``trainer.train()``: every
+    scoring pass's penalty is coef * sum_t (log pi - log pi_ref) over the completion, with the
+    policy's log-probs equal to a plain forward's, TRL sums it into the reward before its
+    baseline (logged as its own reward function), and the KL metrics are logged."""
+    from kl_patches.adapters import metrics
+    from kl_patches.adapters.trl import legacy_reward
+    from kl_patches.core import reward_penalty
+
+    coef = 0.1
+    seen: list[tuple[torch.Tensor, ...]] = []
+    real_inputs, real_penalty = legacy_reward._inputs, legacy_reward._penalty
+
+    def spy_inputs(trainer: Any) -> Any:
+        ids = trainer._kl_ref_calls[-1][0][0]
+        policy, ref, mask = real_inputs(trainer)
+        keep = mask.size(1)
+        with torch.no_grad():  # the policy's log-probs from a plain forward, no TRL code
+            logits = trainer.model(input_ids=ids).logits[:, -keep - 1 : -1].float()
+        plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
+        plain = plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
+        assert float(((plain - policy) * mask).abs().max()) < 1e-5
+        seen.append((policy, ref, mask))
+        return policy, ref, mask
+
+    returned: list[list[float]] = []
+
+    def spy_penalty(trainer: Any) -> list[float]:
+        values = real_penalty(trainer)
+        returned.append(values)
+        return values
+
+    monkeypatch.setattr(legacy_reward, "_inputs", spy_inputs)
+    monkeypatch.setattr(legacy_reward, "_penalty", spy_penalty)
+    if versions.no_reward_function(INSTALLED):  # 0.18: reference log-probs only in the loss
+        with pytest.raises(ValueError, match="no KL in the reward either"):
+            _trainer(dirs, patched=True, kl=KLConfig(coef=coef), **_overrides())
+        return
+    trainer = _trainer(
+        dirs, patched=True, kl=KLConfig(coef=coef), gradient_accumulation_steps=1, **_overrides()
+    )
+    assert trainer.beta == coef and trainer.ref_model is not None
+    from trl_support import harness
+
+    harness.perturb(trainer.model)  # the policy starts away from the reference
+    result = trainer.train()
+    assert result.global_step == 2 and len(returned) == 2
+    for (policy, ref, mask), values in zip(seen, returned, strict=True):
+        expected = coef * ((policy - ref) * mask).sum(-1)
+        assert float(expected.abs().max()) > 1e-3  # a real penalty
+        assert torch.allclose(torch.tensor(values), -expected, atol=1e-6)
+        core = reward_penalty(policy, ref, mask, KLConfig(coef=coef))
+        assert torch.allclose(core, expected, atol=1e-6)
+    logs = [row for row in trainer.state.log_history if metrics.REWARD_PENALTY in row]
+    assert len(logs) == 2
+    name = f"rewards/{legacy_reward.PENALTY_NAME}"
+    for row in logs:  # TRL logs each reward function's mean (as .../mean from 0.19)
+        assert row.get(f"{name}/mean", row.get(name)) == pytest.approx(
+            -row[metrics.REWARD_PENALTY], abs=1e-6
+        )
+        assert row[metrics.REWARD_SEQUENCE_KL] == pytest.approx(row[metrics.REWARD_PENALTY] / coef)
+
+
+@needs_native
+def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
+    """The online RLOOTrainer (0.22+): k1 summed in the reward is its own ``beta``, so the
+    patched trainer scores exactly like TRL's; the PPO-style one (before 0.22) is refused."""
+    from trl_support import harness
+
+    import kl_patches.trl as klt
+
+    if not versions.online_rloo(INSTALLED):
+        with pytest.raises(ValueError, match="PPO-style"):
+            klt.RLOOTrainer(str(dirs[0]), None, kl=KLConfig(coef=0.05))
+        return
+    native, patched = harness.pair(dirs, "RLOO", KLConfig(coef=0.05), beta=0.05)
+    assert patched.beta == 0.05
+    batch_n = harness.scored_batch(native, seed=7)
+    batch_p = harness.scored_batch(patched, seed=7)
+    assert torch.equal(batch_n["completion_ids"], batch_p["completion_ids"])
+    assert torch.equal(batch_n["advantages"], batch_p["advantages"])
+    native.beta = 0.0  # the KL changes the advantages, so the equality above could fail
+    batch_0 = harness.scored_batch(native, seed=7)
+    assert float((batch_n["advantages"] - batch_0["advantages"]).abs().max()) > 1e-4
