@@ -1,10 +1,11 @@
 """The package installs beside the library a user already runs, and the base install audits.
 
 The library extras of ``pyproject.toml`` must be the ranges the adapters support (their
-``versions.SUPPORT``), never one release: ``pip install kl-patches[trl]`` beside TRL 1.0.0 must
-keep TRL 1.0.0. The resolution tests ask pip for a dry run (``--dry-run --report``: nothing is
-installed) of this checkout's extra together with the oldest supported release, and read pip's
-own report of what it would install; they need the package index, as every install does.
+``versions.SUPPORT``), never one release: ``pip install kl-patches[trl]`` beside the oldest
+supported TRL must keep it. The resolution tests ask pip for a dry run (``--dry-run
+--report``: nothing is installed) of this checkout's extra together with the oldest supported
+release, and read pip's own report of what it would install; they need the package index, as
+every install does.
 """
 
 from __future__ import annotations
@@ -58,13 +59,20 @@ def _dry_run(tmp_path: Path, *requirements: str) -> dict[str, str]:
     return {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in items}
 
 
-@pytest.mark.parametrize(("library", "oldest"), [("trl", "1.0.0"), ("verl", "0.4.0")])
+def _oldest(library: str) -> str:
+    """The lower bound of the adapter's supported range (its ``>=`` clause)."""
+    (low,) = [s.version for s in SpecifierSet(SUPPORTS[library].supported) if s.operator == ">="]
+    return low
+
+
+@pytest.mark.parametrize("library", ["trl", "verl"])
 def test_the_extra_resolves_beside_the_oldest_supported_release(
-    library: str, oldest: str, tmp_path: Path
+    library: str, tmp_path: Path
 ) -> None:
     """The extra keeps the oldest supported release and changes no installed package that the
     library's own install would leave alone (verl 0.4.0 itself downgrades numpy here: that is
     the user's library's requirement, already met where it runs, not the plugin's)."""
+    oldest = _oldest(library)
     assert oldest in SpecifierSet(SUPPORTS[library].supported)
     alone = _dry_run(tmp_path, f"{library}=={oldest}")
     plan = _dry_run(tmp_path, f".[{library}]", f"{library}=={oldest}")
