@@ -206,6 +206,8 @@ def deselected(version: str) -> tuple[str, ...]:
 def _reason(version: str) -> str:
     if version == RELEASES[0]:
         return f"oldest release of the range, with its own pins ({', '.join(PINS_08[:2])})"
+    if version in SWEEP_ONLY:
+        return f"sweep only: {dict(CHANGE_POINTS)[version]}"
     if version in dict(CHANGE_POINTS):
         return dict(CHANGE_POINTS)[version]
     if version == "0.9.0":
