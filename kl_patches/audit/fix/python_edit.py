@@ -127,9 +127,7 @@ def _launches(found: list[PyLaunch], line: int | None, origin: str) -> list[PyLa
     return found
 
 
-def _verify(
-    edited: str, changes: Sequence[Change], plan: Any, count: int, origin: str
-) -> None:
+def _verify(edited: str, changes: Sequence[Change], plan: Any, count: int, origin: str) -> None:
     """Read the edited script again: each change must be what the reader now finds."""
     try:
         launches = [x for x in read_python(edited, origin).launches if x.library == "trl"]
