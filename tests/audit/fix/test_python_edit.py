@@ -135,7 +135,7 @@ def test_rename_a_keyword() -> None:
 
 
 def test_several_changes_at_once_are_all_read_back() -> None:
-    out, launch = _edit(
+    _, launch = _edit(
         MULTI,
         _set("beta", "0.0"),
         Change("unset", "trl", "loss_type"),
@@ -244,7 +244,7 @@ def test_a_config_built_by_a_helper_function_through_an_alias() -> None:
         "def make():\n    c = GC(output_dir='o')\n    c.beta = 0.3\n    return c\n"
         "def main():\n    args = make()\n    " + TRAIN + "main()\n"
     )
-    out, launch = _edit(src, _set("beta", "0.0"), _set("loss_type", "grpo"))
+    _, launch = _edit(src, _set("beta", "0.0"), _set("loss_type", "grpo"))
     assert launch.kwargs == {"output_dir": "o", "beta": 0.0, "loss_type": "grpo"}
 
 
@@ -271,7 +271,7 @@ def test_a_parsed_config_with_an_assignment_is_edited_there() -> None:
 def test_a_parsed_config_without_the_key_sends_the_change_to_the_command() -> None:
     with pytest.raises(PythonEditError, match=r"read from the command line.*--loss_type"):
         apply_python(PARSED, [_set("loss_type", "dr_grpo")])
-    with pytest.raises(PythonEditError, match="nothing to unset.*command line"):
+    with pytest.raises(PythonEditError, match=r"nothing to unset.*command line"):
         apply_python(PARSED, [Change("unset", "trl", "loss_type")])
 
 
