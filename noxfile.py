@@ -47,7 +47,8 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def core(session: nox.Session) -> None:
-    """The core: kernel, shared adapter machinery, audit, experiments, CLI (torch, pyyaml, rich).
+    """The core: kernel, shared adapter machinery, audit, experiments, CLI (torch, pyyaml, rich;
+    libcst for the audit's Python fixes).
 
     Everything but the per-library folders under tests/adapters/, which need their library.
     """

@@ -301,6 +301,11 @@ class Plan:
                 return self._resolve(returns[0].value, fn, self.s.pos(returns[0]), depth + 1)
             raise self.fail(f"the config is built by `{self.s.code(expr)}`", expr)
         if isinstance(expr, cst.Name):
+            if self.launch.from_argv and self._parameter(expr.value, scope, before):
+                # main(script_args, training_args, ...) called with a parser's dataclasses
+                src = _Source(None, scope, argv_line=self.s.line(expr))
+                src.ranges.append((expr.value, scope, self.s.pos(scope), before))
+                return src
             binding = self._binding(expr.value, scope, before, expr)
             if isinstance(binding.target, (cst.Tuple, cst.List)):
                 if not self.launch.from_argv:
@@ -314,14 +319,20 @@ class Plan:
             return src
         raise self.fail(f"the config is `{self.s.code(expr)}`, not a config call", expr)
 
+    def _parameter(self, name: str, scope: _Scope, before: _Pos) -> bool:
+        """Whether ``name`` is a parameter of the function ``scope`` not assigned before."""
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        if any(b.pos < before for b in self._bindings(name, scope)):
+            return False
+        params = scope.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        return any(p.name.value == name for p in every)
+
     def _binding(self, name: str, scope: _Scope, before: _Pos, use: cst.CSTNode) -> _Binding:
         found = [b for b in self._bindings(name, scope) if b.pos < before]
         if not found and not isinstance(scope, cst.Module):
-            params = scope.params if isinstance(scope, cst.FunctionDef) else None
-            if params is not None and any(
-                p.name.value == name
-                for p in [*params.posonly_params, *params.params, *params.kwonly_params]
-            ):
+            if isinstance(scope, cst.FunctionDef) and self._parameter(name, scope, before):
                 raise self.fail(
                     f"{name} is a parameter of {scope.name.value}(): the config is built by its "
                     "caller; cannot tell which call to edit",

@@ -370,3 +370,21 @@ def test_without_libcst_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "libcst", None)
     with pytest.raises(ImportError, match=r"kl-patches\[fix\]"):
         apply_python(MULTI, [_set("beta", "0.0")])
+
+
+def test_a_parsed_config_passed_to_main_is_edited_in_main() -> None:
+    src = (
+        "from trl import GRPOConfig, GRPOTrainer, TrlParser\n"
+        "def main(script_args, training_args):\n"
+        "    training_args.beta = 0.04\n"
+        "    trainer = GRPOTrainer(model='m', reward_funcs=[], args=training_args)\n"
+        "if __name__ == '__main__':\n"
+        "    parser = TrlParser((dict, GRPOConfig))\n"
+        "    script_args, training_args = parser.parse_args_and_config()\n"
+        "    main(script_args, training_args)\n"
+    )
+    out, launch = _edit(src, _set("beta", "0.0"))
+    assert launch.from_argv and launch.kwargs == {"beta": 0.0}
+    assert _diff(src, out) == (["    training_args.beta = 0.04"], ["    training_args.beta = 0.0"])
+    with pytest.raises(PythonEditError, match=r"read from the command line.*--loss_type"):
+        apply_python(src, [_set("loss_type", "dr_grpo")])
