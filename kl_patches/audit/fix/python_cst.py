@@ -37,11 +37,18 @@ def _clean(ws: Space) -> Space:
 
 
 def _merge(head: Space, tail: Space) -> Space:
-    """Whitespace that ends the line as ``head`` does (its comment, its comment lines) and then
-    indents as ``tail`` does (the start of the next item, or of the closing bracket)."""
+    """Whitespace that ends the line as ``head`` does (its comment, its comment lines, then
+    ``tail``'s comment lines) and then indents as ``tail`` does (the start of the next item, or
+    of the closing bracket)."""
     if isinstance(head, cst.ParenthesizedWhitespace):
         if isinstance(tail, cst.ParenthesizedWhitespace):
-            return head.with_changes(indent=tail.indent, last_line=tail.last_line)
+            return head.with_changes(
+                empty_lines=[*head.empty_lines, *tail.empty_lines],
+                indent=tail.indent,
+                last_line=tail.last_line,
+            )
+        if head.first_line.comment is None and not head.empty_lines:
+            return tail  # the bracket closes on the item's own line, as it did
         return head  # a comment ends the line: keep the line break and its indentation
     return _clean(tail) if isinstance(tail, cst.ParenthesizedWhitespace) else tail
 

@@ -388,3 +388,35 @@ def test_a_parsed_config_passed_to_main_is_edited_in_main() -> None:
     assert _diff(src, out) == (["    training_args.beta = 0.04"], ["    training_args.beta = 0.0"])
     with pytest.raises(PythonEditError, match=r"read from the command line.*--loss_type"):
         apply_python(src, [_set("loss_type", "dr_grpo")])
+
+
+@pytest.mark.parametrize(
+    ("config", "change", "expected"),
+    [
+        # the last entry goes; the comment line before the brace stays
+        ("cfg = {\n    'output_dir': 'o',  # out\n    'beta': 0.04,  # kl\n    # end\n}\n"
+         "args = GRPOConfig(**cfg)\n", Change("unset", "trl", "beta"),
+         "cfg = {\n    'output_dir': 'o',  # out\n    # end\n}\nargs = GRPOConfig(**cfg)\n"),
+        # no trailing comma: the previous entry's comment stays, the brace keeps its line
+        ("cfg = {\n    'output_dir': 'o',  # out\n    'beta': 0.04  # kl\n}\n"
+         "args = GRPOConfig(**cfg)\n", Change("unset", "trl", "beta"),
+         "cfg = {\n    'output_dir': 'o'  # out\n}\nargs = GRPOConfig(**cfg)\n"),
+        # aligned continuation lines: added aligned, and the bracket stays on the last line
+        ("args = GRPOConfig(output_dir='o',\n                  beta=0.04)\n",
+         _set("loss_type", "grpo"),
+         "args = GRPOConfig(output_dir='o',\n                  beta=0.04,\n"
+         "                  loss_type='grpo')\n"),
+        ("args = GRPOConfig(output_dir='o',\n                  beta=0.04)\n",
+         Change("unset", "trl", "beta"), "args = GRPOConfig(output_dir='o')\n"),
+        # tabs, and a trailing comma on one line
+        ("args = GRPOConfig(\n\toutput_dir='o',\n\tbeta=0.04\n)\n", _set("loss_type", "grpo"),
+         "args = GRPOConfig(\n\toutput_dir='o',\n\tbeta=0.04,\n\tloss_type='grpo'\n)\n"),
+        ("args = GRPOConfig(output_dir='o', beta=0.04,)\n", _set("loss_type", "grpo"),
+         "args = GRPOConfig(output_dir='o', beta=0.04, loss_type='grpo',)\n"),
+        ("args = GRPOConfig(\n    beta=0.04,\n)\n", Change("unset", "trl", "beta"),
+         "args = GRPOConfig()\n"),
+    ],
+)  # fmt: skip
+def test_layouts(config: str, change: Change, expected: str) -> None:
+    out = apply_python(HEAD + config + TRAIN, [change])
+    assert out == HEAD + expected + TRAIN
