@@ -121,12 +121,14 @@ class Script:
         self.origin = origin
         try:
             self.wrapper = MetadataWrapper(cst.parse_module(source))
+            self.positions = self.wrapper.resolve(PositionProvider)
         except cst.ParserSyntaxError as err:
             raise PythonEditError(f"{origin}: libcst cannot parse it: {err}") from err
+        except RecursionError as err:
+            raise PythonEditError(f"{origin}: Python nested too deeply to edit") from err
         self.module = self.wrapper.module
-        self.positions = self.wrapper.resolve(PositionProvider)
         self.scopes: dict[int, _Scope] = {}
-        self._scopes(self.module, self.module)
+        self._scopes(self.module)
         self.values: dict[int, cst.BaseExpression] = {}
         self.names: dict[int, str] = {}
         self.strings: dict[int, str] = {}
@@ -150,11 +152,15 @@ class Script:
                         self.assigns.append((node, small))
         self.config_classes = self._config_classes()
 
-    def _scopes(self, node: cst.CSTNode, scope: _Scope) -> None:
-        for child in node.children:
-            self.scopes[id(child)] = scope
-            inner = child if isinstance(child, (cst.FunctionDef, cst.ClassDef)) else scope
-            self._scopes(child, inner)
+    def _scopes(self, root: cst.Module) -> None:
+        """Each node's scope: the function or class whose body holds it, else the module."""
+        stack: list[tuple[cst.CSTNode, _Scope]] = [(root, root)]
+        while stack:
+            node, scope = stack.pop()
+            for child in node.children:
+                self.scopes[id(child)] = scope
+                inner = child if isinstance(child, (cst.FunctionDef, cst.ClassDef)) else scope
+                stack.append((child, inner))
 
     def scope(self, node: cst.CSTNode) -> _Scope:
         return self.scopes.get(id(node), self.module)
@@ -193,7 +199,11 @@ class Script:
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> str:
-        return self.module.visit(_Editor(self)).code
+        """The source with every collected edit."""
+        try:
+            return self.module.visit(_Editor(self)).code
+        except RecursionError as err:
+            raise PythonEditError(f"{self.origin}: Python nested too deeply to edit") from err
 
 
 class _Editor(cst.CSTTransformer):
@@ -306,6 +316,11 @@ class Plan:
                 src = _Source(None, scope, argv_line=self.s.line(expr))
                 src.ranges.append((expr.value, scope, self.s.pos(scope), before))
                 return src
+            if isinstance(scope, cst.FunctionDef) and self._parameter(expr.value, scope, before):
+                given, caller = self._argument(scope, expr.value, expr)
+                src = self._resolve(given, self.s.scope(caller), self.s.pos(caller), depth + 1)
+                src.ranges.append((expr.value, scope, self.s.pos(scope), before))
+                return src
             binding = self._binding(expr.value, scope, before, expr)
             if isinstance(binding.target, (cst.Tuple, cst.List)):
                 if not self.launch.from_argv:
@@ -329,15 +344,36 @@ class Plan:
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
         return any(p.name.value == name for p in every)
 
+    def _argument(
+        self, fn: cst.FunctionDef, name: str, use: cst.CSTNode
+    ) -> tuple[cst.BaseExpression, cst.Call]:
+        """The argument the one call of ``fn`` in the script passes as its parameter ``name``
+        (the reader binds a function's parameters from the call it reads)."""
+        calls = [
+            c
+            for c in self.s.calls
+            if isinstance(c.func, cst.Name) and c.func.value == fn.name.value
+        ]
+        if len(calls) != 1:
+            raise self.fail(
+                f"{name} is a parameter of {fn.name.value}(), called {len(calls)} times in this "
+                "script; cannot tell which call's config to edit",
+                use,
+            )
+        call = calls[0]
+        order = [p.name.value for p in [*fn.params.posonly_params, *fn.params.params]]
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg.value, call
+        positional = [a for a in call.args if a.keyword is None]
+        index = order.index(name) if name in order else len(positional)
+        if any(a.star for a in positional[: index + 1]) or index >= len(positional):
+            raise self.fail(f"cannot tell what {fn.name.value}() gets as {name}", call)
+        return positional[index].value, call
+
     def _binding(self, name: str, scope: _Scope, before: _Pos, use: cst.CSTNode) -> _Binding:
         found = [b for b in self._bindings(name, scope) if b.pos < before]
         if not found and not isinstance(scope, cst.Module):
-            if isinstance(scope, cst.FunctionDef) and self._parameter(name, scope, before):
-                raise self.fail(
-                    f"{name} is a parameter of {scope.name.value}(): the config is built by its "
-                    "caller; cannot tell which call to edit",
-                    use,
-                )
             found = self._bindings(name, self.s.module)
         if not found:
             raise self.fail(f"{name} is never assigned in this script", use)

@@ -321,7 +321,10 @@ def test_the_audit_reads_the_edited_script_as_a_launch_with_the_new_value() -> N
          r"computed from `B \* 2`"),
         (HEAD + "args = GRPOConfig()\nargs = GRPOConfig(beta=1.0)\n" + TRAIN, _set("beta", "0"),
          "assigned at lines 2, 3"),
-        (HEAD + "def f(args):\n    " + TRAIN, _set("beta", "0"), "parameter of f()"),
+        (HEAD + "def f(args):\n    " + TRAIN, _set("beta", "0"),
+         r"parameter of f\(\), called 0 times"),
+        (HEAD + "def f(args):\n    " + TRAIN + "f(GRPOConfig())\nf(GRPOConfig(beta=1.0))\n",
+         _set("beta", "0"), r"parameter of f\(\), called 2 times"),
         (HEAD + "trainer = GRPOTrainer(model='m', reward_funcs=[])\n", _set("beta", "0"),
          "built without a config"),
         (HEAD + "args = GRPOConfig()\n" + TRAIN, Change("unset", "trl", "beta"),
@@ -420,3 +423,19 @@ def test_a_parsed_config_passed_to_main_is_edited_in_main() -> None:
 def test_layouts(config: str, change: Change, expected: str) -> None:
     out = apply_python(HEAD + config + TRAIN, [change])
     assert out == HEAD + expected + TRAIN
+
+
+def test_a_config_passed_to_the_function_that_builds_the_trainer() -> None:
+    src = (
+        HEAD + "def main(name, args):\n    args.beta = 0.04\n    " + TRAIN + "\n\n"
+        "if __name__ == '__main__':\n"
+        "    cfg = GRPOConfig(output_dir='o')\n"
+        "    main('x', args=cfg)\n"
+    )
+    assert _launch(src).kwargs == {"output_dir": "o", "beta": 0.04}
+    out, launch = _edit(src, _set("beta", "0.0"), _set("loss_type", "grpo"))
+    assert launch.kwargs == {"output_dir": "o", "beta": 0.0, "loss_type": "grpo"}
+    assert _diff(src, out) == (
+        ["    args.beta = 0.04", "    cfg = GRPOConfig(output_dir='o')"],
+        ["    args.beta = 0.0", "    cfg = GRPOConfig(output_dir='o', loss_type='grpo')"],
+    )
