@@ -35,13 +35,17 @@ from __future__ import annotations
 
 import ast
 import importlib
+import math
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kl_patches.audit.fix.change import Change
 from kl_patches.audit.model import InputError
 from kl_patches.audit.python import PyLaunch, read_python
+
+if TYPE_CHECKING:
+    from kl_patches.audit.fix.python_plan import Plan
 
 __all__ = ["PythonEditError", "apply_python", "libcst_module"]
 
@@ -62,7 +66,7 @@ def libcst_module() -> ModuleType:
         return importlib.import_module("libcst")
     except ImportError as err:
         raise ImportError(
-            "editing a Python launch needs libcst: pip install 'kl-patches[fix]' "
+            f"editing a Python launch needs libcst: pip install 'kl-patches[{EXTRA}]' "
             f"(or pip install 'libcst>=1.1'); {err}"
         ) from err
 
@@ -93,8 +97,11 @@ def apply_python(
             )
     for change in changes:
         first.apply(change)
+    for other in plans[1:]:
+        other.written = first.written  # one config: the same edits
     edited = script.render()
-    _verify(edited, changes, first, len(every), origin)
+    for plan in plans:
+        _verify(edited, changes, plan, len(every), origin)
     return edited
 
 
@@ -127,8 +134,10 @@ def _launches(found: list[PyLaunch], line: int | None, origin: str) -> list[PyLa
     return found
 
 
-def _verify(edited: str, changes: Sequence[Change], plan: Any, count: int, origin: str) -> None:
-    """Read the edited script again: each change must be what the reader now finds."""
+def _verify(edited: str, changes: Sequence[Change], plan: Plan, count: int, origin: str) -> None:
+    """Read the edited script again: each change must be what the reader now finds for the
+    trainer ``plan`` follows (a safety net: the plan follows the reader's rules, and where they
+    part, such as a branch the reader skips, this says so instead of returning a wrong edit)."""
     try:
         launches = [x for x in read_python(edited, origin).launches if x.library == "trl"]
     except InputError as err:  # pragma: no cover - libcst keeps valid Python valid
@@ -141,7 +150,7 @@ def _verify(edited: str, changes: Sequence[Change], plan: Any, count: int, origi
         if change.action == "set":
             want = plan.written[key]
             have = got.kwargs.get(key, _MISSING)
-            if have is _MISSING or have != want or type(have) is not type(want):
+            if not _same(have, want):
                 raise PythonEditError(
                     f"{origin}: after writing {key}={change.value}, the audit reads "
                     f"{got.kwargs.get(key, 'nothing')!r} for {key}: the change is not where the "
@@ -155,6 +164,14 @@ def _verify(edited: str, changes: Sequence[Change], plan: Any, count: int, origi
                 )
         elif key in got.kwargs or key in got.unresolved:
             raise PythonEditError(f"{origin}: {key} is still set after renaming it")
+
+
+def _same(have: Any, want: Any) -> bool:
+    if have is _MISSING or type(have) is not type(want):
+        return False
+    if isinstance(have, float) and math.isnan(have):
+        return math.isnan(want)
+    return bool(have == want)
 
 
 def literal_value(text: str) -> Any:

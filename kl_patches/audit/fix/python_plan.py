@@ -245,6 +245,7 @@ class Plan:
         self.launch = launch
         self.launch_index = launch_index
         self.written: dict[str, Any] = {}
+        """Key -> the value :meth:`apply` wrote for it (what the reader must read back)."""
         self.trainer = self._trainer()
         self.source = self._config()
 

@@ -439,3 +439,18 @@ def test_a_config_passed_to_the_function_that_builds_the_trainer() -> None:
         ["    args.beta = 0.04", "    cfg = GRPOConfig(output_dir='o')"],
         ["    args.beta = 0.0", "    cfg = GRPOConfig(output_dir='o', loss_type='grpo')"],
     )
+
+
+def test_an_edit_the_reader_would_not_read_back_is_an_error() -> None:
+    """The reader skips a branch whose test it computes as false; an assignment there is not
+    where its value comes from, and the check after the edit says so."""
+    src = HEAD + "args = GRPOConfig(beta=0.04)\nif 1 > 2:\n    args.beta = 0.5\n" + TRAIN
+    assert _launch(src).kwargs["beta"] == 0.04
+    with pytest.raises(PythonEditError, match=r"the audit reads 0\.04 for beta"):
+        apply_python(src, [_set("beta", "0.0")])
+
+
+def test_not_a_number_is_written_and_read_back() -> None:
+    src = HEAD + "args = GRPOConfig(temperature=1.0)\n" + TRAIN
+    out, launch = _edit(src, _set("temperature", "nan"))
+    assert 'temperature=float("nan")' in out and launch.kwargs["temperature"] != 1.0
