@@ -57,10 +57,16 @@ class Writer:
 
 @dataclass
 class _Binding:
+    """One assignment of a name."""
+
     target: cst.BaseExpression
+    """What is assigned (the name, or a tuple holding it)."""
     value: cst.BaseExpression
+    """The right-hand side."""
     scope: _Scope
+    """The function, class or module whose body holds the assignment."""
     pos: _Pos
+    """(line, column) of the statement."""
 
 
 @dataclass
@@ -68,8 +74,11 @@ class _Source:
     """What the trainer's config is: a config call, or a config parsed from the command line."""
 
     call: cst.Call | None
+    """The config class call; None for a config parsed from the command line."""
     scope: _Scope
+    """Where the call (or the parse) is."""
     argv_line: int = 0
+    """For a parsed config: the line that gets it (for messages)."""
     ranges: list[tuple[str, _Scope, _Pos, _Pos]] = field(default_factory=list)
     """(variable, scope, from, to): where ``variable.key = ...`` applies to this config."""
 
