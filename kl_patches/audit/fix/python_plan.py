@@ -518,6 +518,9 @@ class Plan:
         return out
 
     def _no_item_writes(self, name: str, scope: _Scope, key: str) -> None:
+        """PythonEditError when the dict ``name`` gets ``key`` (or a key not written as a
+        literal) after it is built, which the reader does not follow: ``name["key"] = ...``,
+        ``name.update(key=...)``, ``name |= {...}``."""
         for line, small in self.s.assigns:
             if self.s.scope(line) is not scope:
                 continue
@@ -525,19 +528,49 @@ class Plan:
                 targets = [t.target for t in small.targets]
             elif isinstance(small, cst.AugAssign):
                 targets = [small.target]
+                if _is_name(small.target, name) and self._may_hold(small.value, key):
+                    raise self._unread(name, key, line)
             else:
                 continue
             for t in targets:
-                if (
-                    isinstance(t, cst.Subscript)
-                    and isinstance(t.value, cst.Name)
-                    and t.value.value == name
-                ):
-                    raise self.fail(
-                        f"{name}[...] is assigned here, which the audit does not read; "
-                        f"edit {key} by hand",
-                        line,
-                    )
+                if not (isinstance(t, cst.Subscript) and _is_name(t.value, name)):
+                    continue
+                given = t.slice[0].slice if len(t.slice) == 1 else None
+                index = given.value if isinstance(given, cst.Index) else None
+                if index is None or _string(index) in (None, key):
+                    raise self._unread(name, key, line)
+        for call in self.s.calls:
+            func = call.func
+            if (
+                self.s.scope(call) is scope
+                and isinstance(func, cst.Attribute)
+                and _is_name(func.value, name)
+                and func.attr.value in ("update", "setdefault", "__setitem__", "pop")
+                and any(self._may_hold(a.value, key, a.keyword) for a in call.args)
+            ):
+                raise self._unread(name, key, call)
+
+    def _may_hold(
+        self, value: cst.BaseExpression, key: str, keyword: cst.Name | None = None
+    ) -> bool:
+        """Whether an argument of ``update(...)`` and the like may set ``key``."""
+        if keyword is not None:
+            return keyword.value == key
+        if isinstance(value, cst.SimpleString):
+            return _string(value) == key
+        if isinstance(value, cst.Dict):
+            return any(
+                not isinstance(e, cst.DictElement) or _string(e.key) in (None, key)
+                for e in value.elements
+            )
+        return True
+
+    def _unread(self, name: str, key: str, node: cst.CSTNode) -> PythonEditError:
+        return self.fail(
+            f"{name} may get {key} here, after it is built, which the audit does not read; "
+            f"edit {key} by hand",
+            node,
+        )
 
     def _attrs(self, key: str | None) -> list[Writer]:
         """``var.key = value`` statements on the config (any key when ``key`` is None)."""
@@ -686,6 +719,10 @@ class Plan:
                 self.s.strings[id(w.key)] = f"{w.key.prefix}{quote}{change.new_key}{quote}"
             else:
                 self.s.names[id(w.key)] = change.new_key
+
+
+def _is_name(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
 
 
 def _binds(target: cst.BaseExpression, name: str) -> bool:

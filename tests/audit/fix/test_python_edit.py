@@ -186,10 +186,29 @@ def test_an_expansion_the_reader_cannot_see_into_is_an_error() -> None:
         apply_python(src, [_set("beta", "0.0")])
 
 
-def test_an_item_assignment_the_reader_does_not_read_is_an_error() -> None:
-    src = HEAD + "cfg = {'beta': 0.04}\ncfg['beta'] = 0.1\nargs = GRPOConfig(**cfg)\n" + TRAIN
-    with pytest.raises(PythonEditError, match=r"cfg\[\.\.\.\] is assigned here"):
+@pytest.mark.parametrize(
+    "later",
+    [
+        "cfg['beta'] = 0.1",
+        "cfg[name] = 0.1",
+        "cfg.update(beta=0.1)",
+        "cfg.update({'beta': 0.1})",
+        "cfg.update(other)",
+        "cfg |= {'beta': 0.1}",
+    ],
+)
+def test_a_dict_changed_after_it_is_built_is_an_error_for_its_keys(later: str) -> None:
+    """The reader does not follow a dict's later changes: the key may be set there."""
+    src = HEAD + "cfg = {'beta': 0.04}\n" + later + "\nargs = GRPOConfig(**cfg)\n" + TRAIN
+    with pytest.raises(PythonEditError, match=r"cfg may get beta here"):
         apply_python(src, [_set("beta", "0.0")])
+
+
+def test_a_dict_changed_after_it_is_built_for_other_keys_is_edited() -> None:
+    later = "cfg['output_dir'] = 'o'\ncfg.update(seed=1)\ncfg.update({'x': 1})\n"
+    src = HEAD + "cfg = {'beta': 0.04}\n" + later + "args = GRPOConfig(**cfg)\n" + TRAIN
+    out, launch = _edit(src, _set("beta", "0.0"))
+    assert launch.kwargs["beta"] == 0.0 and len(_diff(src, out)[1]) == 1
 
 
 # ---------------------------------------------------------------------- attributes, subclasses
