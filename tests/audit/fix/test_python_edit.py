@@ -473,3 +473,22 @@ def test_not_a_number_is_written_and_read_back() -> None:
     src = HEAD + "args = GRPOConfig(temperature=1.0)\n" + TRAIN
     out, launch = _edit(src, _set("temperature", "nan"))
     assert 'temperature=float("nan")' in out and launch.kwargs["temperature"] != 1.0
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        MULTI,
+        MULTI.replace("loss_type='grpo',  # aggregation", "loss_type='grpo'  # aggregation"),
+        SUB,
+        HEAD + "args = GRPOConfig(output_dir='o',\n                  beta=0.04)\n" + TRAIN,
+        HEAD + "args = GRPOConfig(\n\toutput_dir='o',\n\tbeta=0.04\n)\n" + TRAIN,
+        HEAD + "args = GRPOConfig(output_dir = 'o', beta = 0.04,)\n" + TRAIN,
+        HEAD + "cfg = dict(output_dir='o')\nargs = GRPOConfig(**cfg)\n" + TRAIN,
+    ],
+)
+def test_add_rename_then_remove_gives_back_the_file_byte_for_byte(src: str) -> None:
+    out = apply_python(src, [_set("scale_rewards", "batch")])
+    assert _launch(out).kwargs["scale_rewards"] == "batch"
+    out = apply_python(out, [Change("rename", "trl", "scale_rewards", new_key="zz")])
+    assert apply_python(out, [Change("unset", "trl", "zz")]) == src
