@@ -29,7 +29,7 @@ def _pytest(session: nox.Session, *paths: str) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (lint + format) on the tree, mypy on the package (strict on the core modules)."""
     session.install(TORCH)
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev,fix]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "kl_patches")
@@ -47,12 +47,13 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def core(session: nox.Session) -> None:
-    """The core: kernel, shared adapter machinery, audit, experiments, CLI (torch, pyyaml, rich).
+    """The core: kernel, shared adapter machinery, audit, experiments, CLI (torch, pyyaml, rich;
+    libcst for the audit's Python fixes).
 
     Everything but the per-library folders under tests/adapters/, which need their library.
     """
     session.install(TORCH)
-    session.install("-e", ".[dev,audit]")
+    session.install("-e", ".[dev,audit,fix]")
     _pytest(
         session,
         "tests",
