@@ -1,0 +1,407 @@
+"""Is a printed fix accepted? Each fix runs through the parser it is written for.
+
+A fix text (a finding's ``fix``, the audit's native fix, the kl-patches switch, the launchers'
+notes) is one or more *alternatives* joined by :data:`OR`; each alternative is one of
+
+* a kl-patches command (``kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your
+  overrides>``, ``python -m kl_patches.trl grpo ...``): checked with kl-patches' own argument
+  parsing for that command (:func:`check_command`), the library not needed;
+* a Python expression of kl-patches' API (``KLConfig.parse('k1-in-reward', coef=0.04)``,
+  ``kl_patches.adapters.trl.unsloth.apply(KLConfig.parse(...))``): each ``KLConfig.parse`` call
+  is built (:func:`check_python`);
+* native settings in the library's own syntax: verl Hydra overrides ``key=value``, OpenRLHF
+  flags ``--flag [value]`` (``(remove --flag)`` for a switch to delete), TRL config fields
+  ``key=value`` (a ``trl grpo|rloo`` prefix switches the script): checked with the installed
+  library's own parser (:func:`check_native`): Hydra's compose of verl's trainer config (as
+  ``kl-patches verl --check`` composes it), OpenRLHF ``train_ppo_ray``'s argparse parser
+  (:func:`kl_patches.adapters.openrlhf.launch.parser_of`), TRL's ``TrlParser`` over the
+  script's dataclasses (their ``__post_init__`` runs).
+
+``<...>`` is a placeholder for the user's own launch arguments and is left out of the check.
+A library that is not installed is never claimed checked: the result says
+:data:`NOT_INSTALLED`. Deviation: the native check parses the fix's settings over the library's
+defaults, not over the user's whole launch (the launch's other settings are the user's, and
+an unrelated refusal of theirs is not the fix's); verl's ``validate_config`` and OpenRLHF's
+post-parse checks, which need a complete launch, are ``--check``'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import importlib.util
+import io
+import re
+import shlex
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kl_patches.audit.fix.change import LABELS
+from kl_patches.audit.model import AuditEntry
+
+__all__ = [
+    "NOT_INSTALLED",
+    "OR",
+    "Check",
+    "alternatives",
+    "check_command",
+    "check_fix",
+    "check_native",
+    "check_python",
+    "fix_label",
+    "installed",
+]
+
+OR = " or "
+"""Joins the alternatives of one fix text."""
+NOT_INSTALLED = "not checked (library not installed)"
+"""The label of a native fix whose library is not installed here."""
+NATIVE, WITH_KL_PATCHES = LABELS
+
+_PLACEHOLDER = re.compile(r"<[^<>]*>")
+_MODULES = {"verl": ("verl", "hydra"), "openrlhf": ("openrlhf",), "trl": ("trl",)}
+_TRL_SCRIPTS = {"grpo": "trl.scripts.grpo", "rloo": "trl.scripts.rloo"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """What a parser said about one fix (or one alternative of it)."""
+
+    accepted: bool | None
+    """True: the parser accepts it; False: it refuses it; None: not checked (see message)."""
+    message: str
+    """The parser that ran and its words (the refusal), or why nothing was checked."""
+
+    @property
+    def checked(self) -> bool:
+        """True when a parser ran."""
+        return self.accepted is not None
+
+
+def installed(library: str) -> bool:
+    """Whether ``library``'s parser can run here (its modules are importable; not imported)."""
+    if library not in _MODULES:
+        raise ValueError(f"unknown library {library!r}; valid: {', '.join(_MODULES)}")
+    return all(importlib.util.find_spec(m) is not None for m in _MODULES[library])
+
+
+def alternatives(fix: str) -> list[str]:
+    """The alternatives of a fix text (split at :data:`OR`), stripped, empty ones dropped."""
+    return [a.strip() for a in fix.split(OR) if a.strip()]
+
+
+def _words(text: str) -> list[str]:
+    """Shell words of ``text`` without ``<...>`` placeholders."""
+    return [w for w in shlex.split(_PLACEHOLDER.sub(" ", text)) if w]
+
+
+# ----------------------------------------------------------------------------- native
+def _items(overrides: Sequence[str] | Mapping[str, str] | str) -> list[str]:
+    if isinstance(overrides, str):
+        return _words(overrides)
+    if isinstance(overrides, Mapping):
+        return [f"{k}={v}" for k, v in overrides.items()]
+    return [w for o in overrides for w in _words(o)]
+
+
+def check_native(
+    library: str,
+    overrides: Sequence[str] | Mapping[str, str] | str,
+    *,
+    entry: str | None = None,
+) -> Check:
+    """Whether the installed ``library`` alone accepts the settings ``overrides``.
+
+    ``overrides``: verl Hydra overrides (``key=value``), OpenRLHF argv words (``--flag value``,
+    ``(remove --flag)``), TRL fields (``key=value``); a mapping is ``{key: value}`` in the
+    library's spelling (``{"--init_kl_coef": "0.01"}``, ``""`` for a switch). ``entry``: verl's
+    config name (default ``ppo_trainer``), OpenRLHF's module (default ``train_ppo_ray``), TRL's
+    script (``grpo``/``rloo``, or the trainer's name; default ``grpo``).
+    """
+    if not installed(library):
+        return Check(None, f"{NOT_INSTALLED}: {library}")
+    if library == "verl":
+        items = _items(overrides)
+        return _verl(tuple(items), entry or "ppo_trainer")
+    if library == "openrlhf":
+        words = _openrlhf_words(overrides)
+        return _openrlhf(tuple(words), entry or "openrlhf.cli.train_ppo_ray")
+    items = _items(overrides)
+    return _trl(tuple(items), _trl_script(entry))
+
+
+@functools.lru_cache(maxsize=256)
+def _verl(overrides: tuple[str, ...], config_name: str) -> Check:
+    from kl_patches.adapters.verl.hydra_config import compose
+    from kl_patches.adapters.verl.versions import installed_version
+
+    where = f"verl {installed_version()}'s Hydra config ({config_name})"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compose(list(overrides), config_name=config_name)
+    except Exception as err:  # Hydra's composition errors: the overrides are refused
+        return Check(False, f"{where} refuses it: {str(err).strip().splitlines()[0]}")
+    return Check(True, f"accepted by {where}")
+
+
+def _openrlhf_words(overrides: Sequence[str] | Mapping[str, str] | str) -> list[str]:
+    if isinstance(overrides, Mapping):
+        out: list[str] = []
+        for key, value in overrides.items():
+            out += [key] + ([str(value)] if value != "" else [])
+        return out
+    return _items(overrides)
+
+
+@functools.lru_cache(maxsize=256)
+def _openrlhf(words: tuple[str, ...], module: str) -> Check:
+    from kl_patches.adapters.openrlhf.launch import parser_of
+    from kl_patches.adapters.openrlhf.versions import installed_version
+
+    where = f"OpenRLHF {installed_version()}'s {module.rsplit('.', 1)[-1]} parser"
+    argv, removed, i = [], [], 0
+    while i < len(words):  # "(remove --flag)": the flag must be one the parser knows
+        if words[i] == "(remove" and i + 1 < len(words):
+            removed.append(words[i + 1].rstrip(")"))
+            i += 2
+            continue
+        argv.append(words[i])
+        i += 1
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parser = parser_of(module)
+    try:
+        with contextlib.redirect_stderr(err):
+            parser.parse_args(argv)
+    except SystemExit:
+        lines = err.getvalue().strip().splitlines()
+        return Check(False, f"{where} refuses it: {lines[-1] if lines else 'exit 2'}")
+    known = {o for a in parser._actions for o in a.option_strings}
+    unknown = [f for f in removed if f not in known]
+    if unknown:
+        return Check(False, f"{where} has no {', '.join(unknown)} to remove")
+    return Check(True, f"accepted by {where}")
+
+
+def _trl_script(entry: str | None) -> str:
+    name = (entry or "grpo").lower().removesuffix("trainer").removesuffix("config")
+    if name not in _TRL_SCRIPTS:
+        raise ValueError(f"unknown TRL entry {entry!r}; valid: grpo, rloo")
+    return name
+
+
+@functools.lru_cache(maxsize=256)
+def _trl(items: tuple[str, ...], script: str) -> Check:
+    import torch
+    from trl import TrlParser, __version__
+
+    module = importlib.import_module(_TRL_SCRIPTS[script])
+    where = f"TRL {__version__}'s TrlParser ({script}: {' '.join(_trl_types(module))})"
+    argv: list[str] = []
+    if not torch.cuda.is_available():  # this machine's, not the fix's: TRL's bf16 default
+        argv += ["--use_cpu", "True", "--bf16", "False"]
+    for item in items:
+        if item.startswith("--"):
+            argv.append(item)
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            return Check(False, f"{item!r} is not a TRL field=value setting")
+        argv += [f"--{key}", value]
+    err = io.StringIO()
+    parser = TrlParser(module.make_parser().dataclass_types)
+    try:
+        with contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parser.parse_args_and_config(argv)
+    except SystemExit:
+        lines = err.getvalue().strip().splitlines()
+        return Check(False, f"{where} refuses it: {lines[-1] if lines else 'exit 2'}")
+    except (ValueError, TypeError) as exc:  # the dataclasses' __post_init__
+        return Check(False, f"{where} refuses it: {exc}")
+    return Check(True, f"accepted by {where}")
+
+
+def _trl_types(module: object) -> list[str]:
+    return [t.__name__ for t in module.make_parser().dataclass_types]  # type: ignore[attr-defined]
+
+
+# ----------------------------------------------------------------------------- kl-patches
+_LAUNCHERS = {
+    "kl_patches.openrlhf": "openrlhf",
+    "kl_patches.trl": "trl",
+    "kl_patches": "",
+}
+
+
+def command_words(text: str) -> list[str] | None:
+    """``kl-patches COMMAND ...`` words of a kl-patches command line (``python -m
+    kl_patches.trl`` is ``kl-patches trl``); None when ``text`` is not one."""
+    words = shlex.split(text.replace("<", "'<").replace(">", ">'"))
+    if words[:1] == ["kl-patches"]:
+        return words[1:]
+    if words[:2] == ["python", "-m"] and len(words) > 2 and words[2] in _LAUNCHERS:
+        sub = _LAUNCHERS[words[2]]
+        return ([sub] if sub else []) + words[3:]
+    return None
+
+
+def check_command(text: str) -> Check:
+    """Whether kl-patches' own argument parsing accepts the command line ``text`` (placeholders
+    ``<...>`` dropped: they stand for the library's arguments). The library is not run."""
+    words = command_words(text)
+    if words is None:
+        return Check(False, f"not a kl-patches command: {text!r}")
+    words = [w for w in words if not _PLACEHOLDER.fullmatch(w)]
+    from kl_patches.cli import COMMANDS, errors
+
+    if not words or words[0] not in COMMANDS:
+        return Check(False, f"kl-patches has no command {words[:1]}; valid: {sorted(COMMANDS)}")
+    name, rest = words[0], words[1:]
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            _parse_command(name, rest)
+    except (ValueError, errors.UsageError) as exc:
+        return Check(False, f"kl-patches {name} refuses it: {exc}")
+    except SystemExit:
+        lines = err.getvalue().strip().splitlines()
+        return Check(False, f"kl-patches {name} refuses it: {lines[-1] if lines else 'exit 2'}")
+    return Check(True, f"accepted by kl-patches {name}'s parser")
+
+
+def _parse_command(name: str, argv: list[str]) -> None:
+    """Parse a kl-patches command's arguments as the command does, running nothing."""
+    from kl_patches.adapters import flags
+
+    if name == "verl":
+        from kl_patches.adapters.verl.launch import overrides_of
+
+        overrides_of(argv)
+    elif name == "openrlhf":
+        from kl_patches.adapters.openrlhf.launch import OWN_FLAGS, parse_kl_args, split_argv
+
+        ours, _ = split_argv([a for a in argv if a not in OWN_FLAGS])
+        if parse_kl_args(ours) is None:
+            raise ValueError("kl-patches openrlhf needs --kl")
+    elif name == "trl":
+        from kl_patches.adapters.trl import launch
+
+        if not argv or argv[0] not in launch.SCRIPTS:
+            raise ValueError(f"kl-patches trl needs a trainer: {sorted(launch.SCRIPTS)}")
+        ours, rest = flags.split_argv(argv[1:], switches=launch.SWITCHES)
+        _, ours = launch._switch(ours, launch.MONITOR_SWITCH)
+        launch.check_flags(ours, rest)
+        flags.config_from_tokens(ours)
+    elif name == "verdict":
+        from kl_patches.cli import verdict
+
+        args = verdict.parser().parse_args(argv)
+        flags.build(args.name, flags.values_from_namespace(args))
+    elif name == "audit":
+        from kl_patches.cli import audit
+
+        audit.parser().parse_args(argv)
+    else:
+        raise ValueError(f"kl-patches {name} is not a command a fix runs")
+
+
+# ----------------------------------------------------------------------------- python
+def check_python(text: str) -> Check:
+    """Whether a kl-patches Python expression is valid: it parses, names kl-patches' API, and
+    each ``KLConfig.parse(...)`` in it builds a KLConfig."""
+    from kl_patches.config import KLConfig
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        return Check(False, f"not a Python expression: {err.msg}")
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "KLConfig.parse"
+    ]
+    if not calls:
+        return Check(False, "no KLConfig.parse(...) in the expression")
+    head = ast.unparse(tree.body.func) if isinstance(tree.body, ast.Call) else ""
+    if head != "KLConfig.parse" and not head.startswith("kl_patches."):
+        return Check(False, f"{head or text!r} is not kl-patches' API")
+    if head.startswith("kl_patches."):
+        module, _, attr = head.rpartition(".")
+        if not hasattr(importlib.import_module(module), attr):
+            return Check(False, f"{module} has no {attr}")
+    for call in calls:
+        try:
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+            KLConfig.parse(*args, **kwargs)
+        except (ValueError, TypeError) as err:
+            return Check(False, f"{ast.unparse(call)}: {err}")
+    return Check(True, "a valid kl-patches expression (KLConfig.parse builds)")
+
+
+# ----------------------------------------------------------------------------- one fix
+def kind_of(alternative: str) -> str:
+    """``kl-patches`` (a command), ``python`` (kl-patches' API) or ``native`` (settings)."""
+    text = alternative.strip()
+    if command_words(text) is not None:
+        return "kl-patches"
+    if text.startswith(("KLConfig.", "kl_patches.")):
+        return "python"
+    return "native"
+
+
+def check_fix(library: str, fix: str, *, entry: str | None = None) -> list[Check]:
+    """Each alternative of ``fix`` through its parser (:func:`kind_of`)."""
+    out = []
+    for alternative in alternatives(fix):
+        kind = kind_of(alternative)
+        if kind == "kl-patches":
+            out.append(check_command(alternative))
+        elif kind == "python":
+            out.append(check_python(alternative))
+        else:
+            words = _words(alternative)
+            script = entry
+            if library == "trl" and words[:1] == ["trl"] and len(words) > 1:
+                script, alternative = words[1], " ".join(words[2:])
+            out.append(check_native(library, alternative, entry=script))
+    return out
+
+
+def _entry_of(entry: AuditEntry) -> str | None:
+    if entry.reading.library == "trl":
+        trainer = entry.reading.trainer
+        return "rloo" if "RLOO" in trainer else "grpo"
+    return None
+
+
+def native_check(entry: AuditEntry) -> Check:
+    """The audit entry's native fix through its library's parser (not checked: none, or the
+    library is not installed here)."""
+    if not entry.fix_native:
+        return Check(None, "no native fix")
+    if entry.reading.library not in _MODULES:
+        return Check(None, f"no parser for {entry.reading.library}")
+    checks = check_fix(entry.reading.library, " ".join(entry.fix_native), entry=_entry_of(entry))
+    if any(c.accepted is False for c in checks):
+        return next(c for c in checks if c.accepted is False)
+    if any(c.accepted is None for c in checks):
+        return next(c for c in checks if c.accepted is None)
+    return checks[0]
+
+
+def fix_label(entry: AuditEntry) -> str:
+    """``native`` only when the library's own parser accepts the entry's native fix; ``with
+    kl-patches`` when it refuses it or there is none; :data:`NOT_INSTALLED` when the library is
+    not installed here (never claimed native unchecked)."""
+    check = native_check(entry)
+    if check.accepted:
+        return NATIVE
+    if check.accepted is None and entry.fix_native and entry.reading.library in _MODULES:
+        return NOT_INSTALLED
+    return WITH_KL_PATCHES
