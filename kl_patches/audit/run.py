@@ -140,7 +140,9 @@ def audit_reading(
             )
         )
     status = status_of(reading, on_policy, findings)
-    fix_switch = "" if status == "unbiased" else (reading.switch or switch_fix(reading.config))
+    fix_switch = "" if status == "unbiased" else (
+        reading.switch or switch_fix(reading.config, reading.library, reading.trainer)
+    )
     fix_native = () if status == "unbiased" else tuple(reading.fix)
     return AuditEntry(
         origin=origin,
@@ -286,7 +288,7 @@ def version_findings(
             f"{_kl_text(reading)}; on {what} the same file runs {_kl_text(other)}"
             + (f" (settings that differ: {', '.join(changed[:4])})" if changed else "")
             + ".",
-            f"install {lib}=={choice.version}" if installed else "",
+            f"pip install {lib}=={choice.version}" if installed else "",
             "audit",
         )
     )

@@ -6,6 +6,7 @@ notes) is one or more *alternatives* joined by :data:`OR`; each alternative is o
 * a kl-patches command (``kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your
   overrides>``, ``python -m kl_patches.trl grpo ...``): checked with kl-patches' own argument
   parsing for that command (:func:`check_command`), the library not needed;
+* ``pip install REQUIREMENT``: each requirement read with ``packaging``;
 * a Python expression of kl-patches' API (``KLConfig.parse('k1-in-reward', coef=0.04)``,
   ``kl_patches.adapters.trl.unsloth.apply(KLConfig.parse(...))``): each ``KLConfig.parse`` call
   is built (:func:`check_python`);
@@ -49,6 +50,7 @@ __all__ = [
     "check_command",
     "check_fix",
     "check_native",
+    "check_pip",
     "check_python",
     "fix_label",
     "installed",
@@ -99,6 +101,7 @@ def _words(text: str) -> list[str]:
 
 # ----------------------------------------------------------------------------- native
 def _items(overrides: Sequence[str] | Mapping[str, str] | str) -> list[str]:
+    """Words of the settings, placeholders dropped."""
     if isinstance(overrides, str):
         return _words(overrides)
     if isinstance(overrides, Mapping):
@@ -203,14 +206,9 @@ def _trl(items: tuple[str, ...], script: str) -> Check:
     argv: list[str] = []
     if not torch.cuda.is_available():  # this machine's, not the fix's: TRL's bf16 default
         argv += ["--use_cpu", "True", "--bf16", "False"]
-    for item in items:
-        if item.startswith("--"):
-            argv.append(item)
-            continue
+    for item in items:  # field=value as in a --config YAML, or the CLI's --field value
         key, sep, value = item.partition("=")
-        if not sep:
-            return Check(False, f"{item!r} is not a TRL field=value setting")
-        argv += [f"--{key}", value]
+        argv += [f"--{key}", value] if sep and not item.startswith("-") else [item]
     err = io.StringIO()
     parser = TrlParser(module.make_parser().dataclass_types)
     try:
@@ -345,9 +343,27 @@ def check_python(text: str) -> Check:
 
 
 # ----------------------------------------------------------------------------- one fix
+def check_pip(text: str) -> Check:
+    """Whether ``pip install REQUIREMENT...`` names valid requirements (nothing installed)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    words = _words(text)
+    if words[:2] != ["pip", "install"] or len(words) < 3:
+        return Check(False, f"not a pip install command: {text!r}")
+    try:
+        for word in words[2:]:
+            Requirement(word)
+    except InvalidRequirement as err:
+        return Check(False, f"pip cannot read {word!r}: {err}")
+    return Check(True, "a valid pip install command")
+
+
 def kind_of(alternative: str) -> str:
-    """``kl-patches`` (a command), ``python`` (kl-patches' API) or ``native`` (settings)."""
+    """``kl-patches`` (a command), ``python`` (kl-patches' API), ``pip`` (an install) or
+    ``native`` (the library's settings or entry point)."""
     text = alternative.strip()
+    if text.startswith("pip install "):
+        return "pip"
     if command_words(text) is not None:
         return "kl-patches"
     if text.startswith(("KLConfig.", "kl_patches.")):
@@ -364,12 +380,21 @@ def check_fix(library: str, fix: str, *, entry: str | None = None) -> list[Check
             out.append(check_command(alternative))
         elif kind == "python":
             out.append(check_python(alternative))
+        elif kind == "pip":
+            out.append(check_pip(alternative))
         else:
             words = _words(alternative)
             script = entry
             if library == "trl" and words[:1] == ["trl"] and len(words) > 1:
-                script, alternative = words[1], " ".join(words[2:])
-            out.append(check_native(library, alternative, entry=script))
+                script, words = words[1], words[2:]  # TRL's CLI: trl grpo|rloo FLAGS
+            elif words[:2] == ["python", "-m"] and len(words) > 2:  # the library's entry point
+                if library == "openrlhf":
+                    script = words[2]
+                elif not words[2].startswith(library + "."):
+                    out.append(Check(False, f"{words[2]} is not a {library} entry point"))
+                    continue
+                words = words[3:]
+            out.append(check_native(library, words, entry=script))
     return out
 
 
