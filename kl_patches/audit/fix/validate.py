@@ -54,6 +54,8 @@ __all__ = [
     "check_python",
     "fix_label",
     "installed",
+    "installed_version",
+    "native_check",
 ]
 
 OR = " or "
@@ -191,8 +193,8 @@ def _openrlhf(words: tuple[str, ...], module: str) -> Check:
 
 def _trl_script(entry: str | None) -> str:
     name = (entry or "grpo").lower().removesuffix("trainer").removesuffix("config")
-    if name not in _TRL_SCRIPTS:
-        raise ValueError(f"unknown TRL entry {entry!r}; valid: grpo, rloo")
+    if name not in (*_TRL_SCRIPTS, "ppo"):
+        raise ValueError(f"unknown TRL entry {entry!r}; valid: grpo, rloo, ppo")
     return name
 
 
@@ -200,6 +202,9 @@ def _trl_script(entry: str | None) -> str:
 def _trl(items: tuple[str, ...], script: str) -> Check:
     import torch
     from trl import TrlParser, __version__
+
+    if script not in _TRL_SCRIPTS or importlib.util.find_spec(_TRL_SCRIPTS[script]) is None:
+        return Check(None, f"not checked: TRL {__version__} has no {script} script to parse it")
 
     module = importlib.import_module(_TRL_SCRIPTS[script])
     where = f"TRL {__version__}'s TrlParser ({script}: {' '.join(_trl_types(module))})"
@@ -401,8 +406,26 @@ def check_fix(library: str, fix: str, *, entry: str | None = None) -> list[Check
 def _entry_of(entry: AuditEntry) -> str | None:
     if entry.reading.library == "trl":
         trainer = entry.reading.trainer
-        return "rloo" if "RLOO" in trainer else "grpo"
+        return "rloo" if "RLOO" in trainer else "ppo" if "PPO" in trainer else "grpo"
     return None
+
+
+def installed_version(library: str) -> str | None:
+    """The installed release of ``library`` (its metadata; nothing imported)."""
+    support = importlib.import_module(f"kl_patches.adapters.{library}.versions").SUPPORT
+    found = support.installed()
+    return None if found is None else str(found)
+
+
+def _release_differs(entry: AuditEntry) -> str:
+    """Why the installed release cannot check this entry's native fix ("" when it can): the
+    fix is spelled for the release the launch is read as."""
+    library = entry.reading.library
+    read_as = entry.library_version or entry.reading.version
+    here = installed_version(library)
+    if read_as and here and read_as != here:
+        return f"not checked (read as {library} {read_as}; {library} {here} is installed)"
+    return ""
 
 
 def native_check(entry: AuditEntry) -> Check:
@@ -412,6 +435,11 @@ def native_check(entry: AuditEntry) -> Check:
         return Check(None, "no native fix")
     if entry.reading.library not in _MODULES:
         return Check(None, f"no parser for {entry.reading.library}")
+    if not installed(entry.reading.library):
+        return Check(None, NOT_INSTALLED)
+    differs = _release_differs(entry)
+    if differs:
+        return Check(None, differs)
     checks = check_fix(entry.reading.library, " ".join(entry.fix_native), entry=_entry_of(entry))
     if any(c.accepted is False for c in checks):
         return next(c for c in checks if c.accepted is False)
@@ -422,11 +450,12 @@ def native_check(entry: AuditEntry) -> Check:
 
 def fix_label(entry: AuditEntry) -> str:
     """``native`` only when the library's own parser accepts the entry's native fix; ``with
-    kl-patches`` when it refuses it or there is none; :data:`NOT_INSTALLED` when the library is
-    not installed here (never claimed native unchecked)."""
+    kl-patches`` when it refuses it or there is none; ``not checked (...)`` when no parser of
+    the release can run here (:data:`NOT_INSTALLED`, or another release installed): never
+    claimed native unchecked."""
     check = native_check(entry)
     if check.accepted:
         return NATIVE
     if check.accepted is None and entry.fix_native and entry.reading.library in _MODULES:
-        return NOT_INSTALLED
+        return check.message if check.message.startswith("not checked") else NOT_INSTALLED
     return WITH_KL_PATCHES
