@@ -50,7 +50,8 @@ class Updates:
     """The settings behind :attr:`state`, as the user wrote them (e.g. ``ppo_mini_batch_size
     =256 < data.train_batch_size=1024: 4 updates per batch``)."""
     on_policy_how: str = ""
-    """For an off-policy run: the settings that would make it on-policy (empty: not said)."""
+    """For an off-policy run: the settings that would make it on-policy, complete overrides or
+    flags in the library's own syntax (empty: not said)."""
 
     def __post_init__(self) -> None:
         if self.state not in UPDATE_STATES:

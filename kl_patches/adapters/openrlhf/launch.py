@@ -364,8 +364,8 @@ def updates_of(reading: Any) -> Updates:
     batch, n, train, epochs = (numbers[k] for k in (*keys, "train.max_epochs"))
     how = ""
     if batch is not None and n is not None:
-        how = f"--train.batch_size {batch * n} (rollout.batch_size x n_samples_per_prompt)"
-        how += ", --train.max_epochs 1, no --train.async_enable"
+        how = f"--train.batch_size {batch * n} --train.max_epochs 1"  # rollout batch x samples
+        how += " (remove --train.async_enable)" if s.get("train.async_enable") else ""
     if None in numbers.values():
         unset = [f"{k}={s.get(k)}" for k, v in numbers.items() if v is None]
         if s.get("train.async_enable"):

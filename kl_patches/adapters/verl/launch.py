@@ -428,7 +428,7 @@ def updates_of(overrides: list[str]) -> Updates:
         values["ppo_epochs"],
     )
     how = (
-        f"ppo_mini_batch_size = data.train_batch_size ({batch}) and ppo_epochs=1"
+        f"{ACTOR}ppo_mini_batch_size={batch} {ACTOR}ppo_epochs=1"
         if batch is not None
         else ""
     )

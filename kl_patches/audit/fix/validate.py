@@ -240,10 +240,13 @@ _LAUNCHERS = {
 }
 
 
-def command_words(text: str) -> list[str] | None:
-    """``kl-patches COMMAND ...`` words of a kl-patches command line (``python -m
+def command_words(text: str | Sequence[str]) -> list[str] | None:
+    """``kl-patches COMMAND ...`` words of a kl-patches command line or its words (``python -m
     kl_patches.trl`` is ``kl-patches trl``); None when ``text`` is not one."""
-    words = shlex.split(text.replace("<", "'<").replace(">", ">'"))
+    if isinstance(text, str):
+        words = shlex.split(text.replace("<", "'<").replace(">", ">'"))
+    else:
+        words = list(text)
     if words[:1] == ["kl-patches"]:
         return words[1:]
     if words[:2] == ["python", "-m"] and len(words) > 2 and words[2] in _LAUNCHERS:
@@ -252,9 +255,10 @@ def command_words(text: str) -> list[str] | None:
     return None
 
 
-def check_command(text: str) -> Check:
-    """Whether kl-patches' own argument parsing accepts the command line ``text`` (placeholders
-    ``<...>`` dropped: they stand for the library's arguments). The library is not run."""
+def check_command(text: str | Sequence[str]) -> Check:
+    """Whether kl-patches' own argument parsing accepts the command line ``text`` (or its shell
+    words; placeholders ``<...>`` dropped: they stand for the library's arguments). The library
+    is not run; ``--help`` is accepted."""
     words = command_words(text)
     if words is None:
         return Check(False, f"not a kl-patches command: {text!r}")
@@ -264,6 +268,8 @@ def check_command(text: str) -> Check:
     if not words or words[0] not in COMMANDS:
         return Check(False, f"kl-patches has no command {words[:1]}; valid: {sorted(COMMANDS)}")
     name, rest = words[0], words[1:]
+    if "-h" in rest or "--help" in rest:
+        return Check(True, f"kl-patches {name} --help")
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), warnings.catch_warnings():
