@@ -344,9 +344,9 @@ def launcher_command(
     """The complete ``kl-patches <library>`` command that runs ``config`` (the user's launch
     arguments as the :data:`LAUNCH_ARGUMENTS` placeholder; ``extra``: the library's own
     arguments the fix adds; ``options``: the launcher's own, such as ``--kl.outside_std``); for
-    a library without a launcher, the Python API's
-    ``KLConfig.parse(...)``. ``trainer``: TRL's (``RLOOTrainer``, or ``PPOTrainer``, run as RLOO; GRPO otherwise). The coefficient
-    is always written: each launcher has its own default."""
+    a library without a launcher, the Python API's ``KLConfig.parse(...)``. ``trainer``: TRL's
+    (``RLOOTrainer``, or ``PPOTrainer``, run as RLOO; GRPO otherwise). The coefficient is always
+    written: each launcher has its own default."""
     tokens = to_tokens(config)
     fields = [
         f"{tokens[i]} {tokens[i + 1]}"
@@ -354,7 +354,9 @@ def launcher_command(
         if tokens[i] != PREFIX + "coef"
     ]
     kl = " ".join(
-        w for w in ("--kl", config.short_name, PREFIX + "coef", repr(config.coef), *fields, options) if w
+        w
+        for w in ("--kl", config.short_name, PREFIX + "coef", repr(config.coef), *fields, options)
+        if w
     )
     theirs = " ".join(w for w in (LAUNCH_ARGUMENTS.get(library, ""), extra) if w)
     if library == "verl":
@@ -370,7 +372,8 @@ def launcher_command(
         for k, v in config.to_dict().items()
         if k not in ("estimator", "placement", "coef") and v != base[k]
     }
-    return f"KLConfig.parse({config.short_name!r}{''.join(f', {k}={v!r}' for k, v in changed.items())})"
+    args = [f", {k}={v!r}" for k, v in changed.items()]
+    return f"KLConfig.parse({config.short_name!r}{''.join(args)})"
 
 
 # ----------------------------------------------------------------------------- defaults

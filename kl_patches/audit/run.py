@@ -140,8 +140,10 @@ def audit_reading(
             )
         )
     status = status_of(reading, on_policy, findings)
-    fix_switch = "" if status == "unbiased" else (
-        reading.switch or switch_fix(reading.config, reading.library, reading.trainer)
+    fix_switch = (
+        ""
+        if status == "unbiased"
+        else (reading.switch or switch_fix(reading.config, reading.library, reading.trainer))
     )
     fix_native = () if status == "unbiased" else tuple(reading.fix)
     return AuditEntry(

@@ -184,7 +184,10 @@ def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     assert t["verdict"]["terms"] == [
         {"basis": "forward_kl_token", "coef": 0.001, "length_normalised": True, "side": "loss"}
     ]
-    assert t["fix"]["kl_patches"] == "kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your overrides>"
+    assert (
+        t["fix"]["kl_patches"]
+        == "kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your overrides>"
+    )
     # native only when verl's own parser accepted it; never claimed checked without verl
     from kl_patches.audit.fix.validate import NOT_INSTALLED, installed
 

@@ -353,6 +353,7 @@ def parse_args(argv: Sequence[str], module: str = ENTRY) -> argparse.Namespace:
     is argparse's SystemExit(2) with its message on stderr."""
     return parser_of(module).parse_args(list(argv))
 
+
 def updates_of(reading: Any) -> Updates:
     """On- or off-policy for this launch, from the reader's settings (OpenRLHF's defaults for
     flags not given); unknown when a batch size is no number."""

@@ -104,7 +104,9 @@ def _findings(
                 "warning" if kind == "GRPO" else "info",
                 f"{kind}Config.beta=0: no KL regularisation and no reference model"
                 + (" (GRPO's default since TRL 0.19)." if kind == "GRPO" else "."),
-                f"beta={KLConfig().coef!r}" if kind == "RLOO" else _switch(kind, s, KLConfig().coef),
+                f"beta={KLConfig().coef!r}"
+                if kind == "RLOO"
+                else _switch(kind, s, KLConfig().coef),
             )
         )
     if not patched and kind == "GRPO" and beta != 0.0:
@@ -162,7 +164,11 @@ def _findings(
                     f"{what} averages the k3 term over tokens: the "
                     "regulariser is a length-normalised KL, not the sequence KL.",
                     " or ".join(
-                        [f"loss_type={t}" for t in ("luspo", "dr_grpo") if t in sem.grpo_aggregation]
+                        [
+                            f"loss_type={t}"
+                            for t in ("luspo", "dr_grpo")
+                            if t in sem.grpo_aggregation
+                        ]
                         + [_switch(kind, s, config.coef)]
                     ),
                 )

@@ -993,7 +993,9 @@ def _off_policy_fixes(s: dict[str, Any], name: str, coef: float) -> list[str]:
     out = [launcher_command("verl", k1)]
     estimator = _value_estimator(name)
     if estimator is not None and coef > 0:
-        own = KLConfig(estimator=estimator, placement="loss", coef=coef, importance_weighting="token")
+        own = KLConfig(
+            estimator=estimator, placement="loss", coef=coef, importance_weighting="token"
+        )
         out.append(launcher_command("verl", own))
     batch = s["data.train_batch_size"]
     if isinstance(batch, int) and not isinstance(batch, bool):

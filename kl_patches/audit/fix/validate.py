@@ -52,6 +52,7 @@ __all__ = [
     "check_native",
     "check_pip",
     "check_python",
+    "check_syntax",
     "fix_label",
     "installed",
     "installed_version",
@@ -354,6 +355,37 @@ def check_python(text: str) -> Check:
 
 
 # ----------------------------------------------------------------------------- one fix
+_HYDRA_OVERRIDE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][\w.@/-]*(=.*)?$")
+_TRL_FIELD = re.compile(r"^[a-z_][a-z0-9_]*=\S+$")
+
+
+def check_syntax(library: str, alternative: str) -> Check:
+    """Whether native settings are well formed in ``library``'s syntax, without its parser (for
+    where it is not installed): verl ``key=value`` overrides (``~key`` deletes), OpenRLHF
+    ``--flag [value]`` words and ``(remove --flag)``, TRL ``field=value`` (or ``trl grpo|rloo
+    --field value``), ``python -m <library module> ...`` for an entry point."""
+    words = _words(alternative)
+    if not words:
+        return Check(False, "no settings")
+    if words[:2] == ["python", "-m"]:
+        ok = len(words) > 2 and words[2].split(".")[0] == library
+        return Check(ok, f"{library} entry point {words[2:3]}")
+    if library == "verl":
+        bad = [w for w in words if not _HYDRA_OVERRIDE.match(w) or ("=" not in w and w[0] != "~")]
+    elif library == "openrlhf":
+        text = " ".join(words)
+        text = re.sub(r"\(remove --[\w.-]+\)", " ", text)
+        bad = [] if text.split() and text.split()[0].startswith("--") else text.split()[:1]
+    else:
+        if words[0] == "trl":
+            ok = len(words) > 2 and words[1] in _TRL_SCRIPTS and words[2].startswith("--")
+            return Check(ok, f"TRL's CLI: {' '.join(words[:2])}")
+        bad = [w for w in words if not _TRL_FIELD.match(w)]
+    if bad:
+        return Check(False, f"not {library} settings: {' '.join(bad)}")
+    return Check(True, f"well-formed {library} settings")
+
+
 def check_pip(text: str) -> Check:
     """Whether ``pip install REQUIREMENT...`` names valid requirements (nothing installed)."""
     from packaging.requirements import InvalidRequirement, Requirement

@@ -36,7 +36,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "audit_corpus"
         "kl-patches verl --kl k1-in-reward --kl.coef 0.1 --kl.outside_std -- <your overrides>",
         "kl-patches openrlhf <your train_ppo_ray flags> --kl k1-in-reward --kl.coef 0.01",
         "python -m kl_patches.openrlhf --kl k3-in-both --kl.reward_shape sequence",
-        "kl-patches trl grpo <your TRL flags> --scale_rewards none --kl k1-in-reward --kl.coef 0.04",
+        "kl-patches trl grpo <your TRL flags> --scale_rewards none --kl k1-in-reward",
         "python -m kl_patches.trl rloo --config r.yaml --kl k1-in-reward",
         "kl-patches verdict k3-in-loss --kl.coef 0.1 --off-policy",
         "kl-patches audit --var X=VALUE run.sh",
@@ -74,7 +74,10 @@ def test_python_and_pip_fixes() -> None:
     assert check_python(unsloth).accepted is True
     assert check_python("KLConfig.parse('k1-in-reward', coef=-1)").accepted is False
     assert check_python("KLConfig.parse('k1-in-reward', cof=0.1)").accepted is False
-    assert check_python("kl_patches.adapters.trl.unsloth.nope(KLConfig.parse('none'))").accepted is False
+    assert (
+        check_python("kl_patches.adapters.trl.unsloth.nope(KLConfig.parse('none'))").accepted
+        is False
+    )
     assert check_python("os.system(KLConfig.parse('none'))").accepted is False
     assert check_pip("pip install trl==0.18.0").accepted is True
     assert check_pip("pip install trl===").accepted is False
