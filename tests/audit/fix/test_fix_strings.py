@@ -3,8 +3,9 @@
 Collected from where they are printed: the audit of every launch of the test corpus
 (tests/audit_corpus: each finding's fix, the native fix, the kl-patches switch), the verl and
 OpenRLHF launchers for every estimator x placement (the findings and native fix they print, the
-settings that make the run on-policy), theory's advice (``kl-patches verdict``, the launch
-reports) for every estimator x placement x weighting, on- and off-policy, and the kl-patches
+settings that make the run on-policy), theory's advice (``kl-patches verdict``, the audit's
+JSON) for every estimator x placement x weighting, on- and off-policy, and as the launch reports
+write it (each launcher's command), and the kl-patches
 commands of the docs' and README's bash blocks. Each alternative of each fix goes through its
 parser (:mod:`kl_patches.audit.fix.validate`): kl-patches commands, Python expressions and
 pip commands here in every session; native settings through the installed library's own parser
@@ -118,6 +119,21 @@ def _advice() -> list[Printed]:
     return out
 
 
+def _launch_reports() -> list[Printed]:
+    """The launch report's advice: theory's KLConfig.parse(...) as each launcher's command."""
+    from kl_patches.adapters.launch_report import LaunchReport, Updates, in_launcher_terms
+
+    out: list[Printed] = []
+    calls = sorted({p.fix for p in _advice()})
+    for library, route in (("verl", ""), ("OpenRLHF", ""), ("TRL", "TRL's RLOOTrainer")):
+        report = LaunchReport("x", library, KLConfig(), Updates("on-policy"), route=route)
+        for call in calls:
+            command = in_launcher_terms(call, report)
+            assert command != call, (library, call)  # every call is rewritten
+            out.append(Printed(f"kl-patches {library.lower()} advice", library.lower(), command))
+    return out
+
+
 _FENCE = re.compile(r"```(?:bash|sh|shell|console)\n(.*?)```", re.S)
 _COMMANDS = ("verl", "openrlhf", "trl", "verdict", "audit")
 
@@ -153,7 +169,7 @@ def _docs() -> list[tuple[str, str | list[str]]]:
 @functools.cache
 def printed() -> tuple[Printed, ...]:
     """Every printed fix this file checks."""
-    return (*_corpus(), *_verl_launcher(), *_openrlhf_launcher(), *_advice())
+    return (*_corpus(), *_verl_launcher(), *_openrlhf_launcher(), *_advice(), *_launch_reports())
 
 
 def test_the_collection_covers_each_place_and_kind() -> None:
