@@ -14,7 +14,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from kl_patches.adapters.base import Finding, NativeReading
-from kl_patches.adapters.flags import launcher_command, long_options
+from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command, long_options
 from kl_patches.config import KLConfig
 
 from .entries import LEGACY_FLAGS, facts
@@ -426,7 +426,7 @@ def read(
                 "error",
                 f"openrlhf.cli.{module} is not in OpenRLHF {sem.release} (train_ppo.py was "
                 "removed in 0.6.2): the launch fails to start.",
-                "openrlhf.cli.train_ppo_ray",
+                f"python -m openrlhf.cli.train_ppo_ray {LAUNCH_ARGUMENTS['openrlhf']}",
             )
         )
     if refused:
@@ -446,8 +446,9 @@ def read(
                     if Version(sem.release) >= Version("0.10.2")
                     and any("_" in o and "." not in o for o, _ in refused)
                     else ""
-                ),
-                "delete them, or run the release this launch was written for",
+                )
+                + " Delete them, or run the release this launch was written for.",
+                "",
             )
         )
     config = config_from_settings(settings)
@@ -464,7 +465,7 @@ def read(
                 f"init_kl_coef={coef:g}: OpenRLHF {sem.release} builds the reference model for "
                 "any non-zero coefficient, so a negative one rewards moving away from it "
                 "(the KL is maximised).",
-                "a positive coefficient",
+                _flags(_fix_args(KLConfig(coef=-coef), sem)),
             )
         )
     fix_coef = config.coef if config.coef > 0 else 0.01

@@ -299,8 +299,8 @@ def read(
                 f"TRL's parser refuses this command line: {stray[:4]!r} "
                 f"{'is' if len(stray) == 1 else 'are'} taken by no flag (HfArgumentParser: "
                 "'Some specified arguments are not used'; a line continuation followed by a "
-                "space passes ' ' as an argument). The reading leaves them out.",
-                "remove the stray words (check for spaces after the backslashes)",
+                "space passes ' ' as an argument). The reading leaves them out: remove the stray "
+                "words (check for spaces after the backslashes).",
             )
         )
     if isinstance(source, dict):
@@ -410,8 +410,8 @@ def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], 
         f"TRL {sem.version} refuses this config: {', '.join(parts)}{more} "
         f"{'is' if len(refused) == 1 else 'are'} not a field of any of its dataclasses "
         "(TrlParser: 'Unknown arguments', GRPOConfig(...): TypeError). The reading leaves "
-        "them out (what runs once they are deleted).",
-        "delete them, or run the TRL release the config was written for",
+        "them out (what runs once they are deleted). Delete them, or run the TRL release the "
+        "config was written for.",
     )
     return {k: v for k, v in source.items() if k not in refused}, [finding]
 

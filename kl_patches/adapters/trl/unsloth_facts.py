@@ -322,7 +322,7 @@ def findings(
                 f"unsloth {rel} sets beta=0.0 whenever loss_type='dapo' "
                 f"({_source('unsloth', 'grpo.dapo_forces_beta_zero', rel)}): the beta of "
                 f"{settings.get('beta')!r} is dropped and the run has no KL.",
-                "unsloth >= 2025.11.4 keeps beta under dapo, or loss_type='bnpo'",
+                "pip install 'unsloth>=2025.11.4' or loss_type=bnpo",
             )
         )
     if (
@@ -337,7 +337,7 @@ def findings(
                 f"use_bias_correction_kl=True is ignored by unsloth_zoo {zrel} "
                 f"({_source('unsloth_zoo', 'grpo.bias_correction_read', zrel)}): its k3 is not "
                 "multiplied by pi/pi_old, unlike TRL's with the same config.",
-                "unsloth_zoo >= 2026.9.3 reads it",
+                "pip install 'unsloth_zoo>=2026.9.3'",
             )
         )
     pin = trl_pin(rel)

@@ -360,8 +360,8 @@ def _check_keys(
                     f"{config}.yaml does not have and {nxt.release}'s does: the verl that runs "
                     f"is newer code than {sem.version} (a vendored copy or a branch snapshot; "
                     f"verl's main branch kept the version file at 0.1 until the 0.2 release), "
-                    f"so it is read with the semantics of {nxt.release}.",
-                    f"if you really run verl {sem.version}, it refuses these overrides",
+                    f"so it is read with the semantics of {nxt.release} (a verl "
+                    f"{sem.version} would refuse these overrides).",
                 )
             )
             sem = dataclasses.replace(nxt, version=sem.version)
@@ -410,7 +410,7 @@ def _version_findings(
                 "error",
                 f"{module} is not in verl {sem.release}: the launch fails to start "
                 "(No module named ...).",
-                "verl.trainer.main_ppo",
+                f"python -m verl.trainer.main_ppo {LAUNCH_ARGUMENTS['verl']}",
             )
         )
     if version_file:
@@ -422,8 +422,8 @@ def _version_findings(
                     "error",
                     f"This vendored verl maximises the KL loss ({bug}: policy_loss - kl_loss * "
                     "coef, verl's main branch from 2025-01-23 to 2025-02-01, fixed by PR #179): "
-                    "use_kl_loss pushes the policy away from the reference.",
-                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef",
+                    "use_kl_loss pushes the policy away from the reference. Fix the line to "
+                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef.",
                 )
             )
     return out
