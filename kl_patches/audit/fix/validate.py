@@ -18,9 +18,14 @@ notes) is one or more *alternatives* joined by :data:`OR`; each alternative is o
   (:func:`kl_patches.adapters.openrlhf.launch.parser_of`), TRL's ``TrlParser`` over the
   script's dataclasses (their ``__post_init__`` runs).
 
-``<...>`` is a placeholder for the user's own launch arguments and is left out of the check.
-A library that is not installed is never claimed checked: the result says
-:data:`NOT_INSTALLED`. Deviation: the native check parses the fix's settings over the library's
+A :class:`~kl_patches.audit.fix.change.ChangeSet` is checked the same way
+(:func:`check_changes`, :func:`change_set_label`). ``<...>`` is a placeholder for the user's own
+launch arguments and is left out of the check. A library that is not installed is never
+claimed checked: the result says :data:`NOT_INSTALLED` (:func:`check_syntax` checks the form
+alone). TRL's parser runs with ``--use_cpu True --bf16 False`` first on a machine without CUDA
+(TRL's bf16 default refuses it there: the machine's setting, not the fix's).
+
+Deviation: the native check parses the fix's settings over the library's
 defaults, not over the user's whole launch (the launch's other settings are the user's, and
 an unrelated refusal of theirs is not the fix's); verl's ``validate_config`` and OpenRLHF's
 post-parse checks, which need a complete launch, are ``--check``'s.
@@ -39,7 +44,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kl_patches.audit.fix.change import LABELS
+from kl_patches.audit.fix.change import LABELS, Change, ChangeSet
 from kl_patches.audit.model import AuditEntry
 
 __all__ = [
@@ -47,6 +52,8 @@ __all__ = [
     "OR",
     "Check",
     "alternatives",
+    "change_set_label",
+    "check_changes",
     "check_command",
     "check_fix",
     "check_native",
@@ -496,4 +503,53 @@ def fix_label(entry: AuditEntry) -> str:
         return NATIVE
     if check.accepted is None and entry.fix_native and entry.reading.library in _MODULES:
         return check.message if check.message.startswith("not checked") else NOT_INSTALLED
+    return WITH_KL_PATCHES
+
+
+# ----------------------------------------------------------------------------- change sets
+_NATIVE_NAMESPACE = {"verl": "hydra", "openrlhf": "argparse", "trl": "trl"}
+
+
+def _change_words(change: Change) -> list[str]:
+    """One change as the library's parser takes it (the ``set``/``unset``/``rename`` of
+    :data:`~kl_patches.audit.fix.change.ACTIONS`)."""
+    key, value = change.key, change.value
+    if change.namespace == "hydra":
+        if change.action == "set":
+            return [f"{key}={value}"]
+        # a rename: the release has the new key (the old one is what it refuses)
+        return [f"~{key}"] if change.action == "unset" else [f"{change.new_key}=null"]
+    if change.namespace == "argparse":
+        if change.action == "set":
+            return [key] + ([value] if value else [])
+        return [f"(remove {key})"]
+    if change.action == "set":
+        return [f"{key}={value}"]
+    return []  # a TRL field unset or renamed: its default applies, nothing to parse
+
+
+def check_changes(library: str, changes: ChangeSet, *, entry: str | None = None) -> Check:
+    """Whether ``library`` alone accepts the change set: an entry-point change (to a kl-patches
+    launcher) or a change spelled for another library's parser is not native; the rest goes
+    through :func:`check_native`."""
+    if any(c.action == "entry_point" for c in changes.changes):
+        return Check(False, "the change set switches to a kl-patches launcher")
+    foreign = [c.key for c in changes.changes if c.namespace != _NATIVE_NAMESPACE.get(library)]
+    if foreign:
+        return Check(False, f"not {library}'s settings: {', '.join(foreign)}")
+    words = [w for c in changes.changes for w in _change_words(c)]
+    if not words:
+        return Check(None, "no setting for the library's parser to read")
+    return check_native(library, words, entry=entry)
+
+
+def change_set_label(library: str, changes: ChangeSet, *, entry: str | None = None) -> str:
+    """The :data:`~kl_patches.audit.fix.change.LABELS` label a change set has earned:
+    ``native`` only when :func:`check_changes` accepted it; :data:`NOT_INSTALLED` when no
+    parser could run (never claimed native unchecked); ``with kl-patches`` otherwise."""
+    found = check_changes(library, changes, entry=entry)
+    if found.accepted:
+        return NATIVE
+    if found.accepted is None and found.message.startswith(NOT_INSTALLED):
+        return NOT_INSTALLED
     return WITH_KL_PATCHES

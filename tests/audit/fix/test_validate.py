@@ -13,9 +13,12 @@ import pytest
 
 from kl_patches.audit import audit
 from kl_patches.audit.fix import validate
+from kl_patches.audit.fix.change import Change, ChangeSet
 from kl_patches.audit.fix.validate import (
     NOT_INSTALLED,
     alternatives,
+    change_set_label,
+    check_changes,
     check_command,
     check_fix,
     check_native,
@@ -140,3 +143,41 @@ def test_trl_fields_through_trl_parser() -> None:
     assert refused.accepted is False and "generations" in refused.message
     (entry,) = audit(str(CORPUS / "trl" / "grpo_beta.yaml"))
     assert entry.fix_native == () and fix_label(entry) == "with kl-patches"
+
+
+# ----------------------------------------------------------------------------- change sets
+def test_a_change_set_that_needs_kl_patches_is_never_native() -> None:
+    launcher = Change("entry_point", "hydra", "launcher", "kl-patches verl")
+    assert change_set_label("verl", ChangeSet((launcher,), "with kl-patches")) == "with kl-patches"
+    foreign = ChangeSet((Change("set", "trl", "beta", "0.1"),), "native")
+    assert check_changes("verl", foreign).accepted is False
+
+
+def test_a_change_set_through_verls_parser() -> None:
+    pytest.importorskip("verl")
+    pytest.importorskip("hydra")
+    good = ChangeSet(
+        (
+            Change("set", "hydra", "algorithm.use_kl_in_reward", "True"),
+            Change("unset", "hydra", "actor_rollout_ref.actor.kl_loss_type"),
+            Change("rename", "hydra", "algorithm.old_name", new_key="algorithm.kl_penalty"),
+        ),
+        "native",
+    )
+    assert change_set_label("verl", good) == "native"
+    bad = ChangeSet((Change("set", "hydra", "algorithm.no_such_key", "1"),), "native")
+    assert change_set_label("verl", bad) == "with kl-patches"
+
+
+def test_a_change_set_through_openrlhfs_parser() -> None:
+    pytest.importorskip("openrlhf")
+    good = ChangeSet(
+        (
+            Change("set", "argparse", "--algo.kl.init_coef", "0.01"),
+            Change("unset", "argparse", "--algo.kl.use_loss"),
+        ),
+        "native",
+    )
+    assert check_changes("openrlhf", good).accepted is True
+    old = ChangeSet((Change("set", "argparse", "--init_kl_coef", "0.01"),), "native")
+    assert check_changes("openrlhf", old).accepted is False
