@@ -1,7 +1,8 @@
 """Every fix string kl-patches prints is a complete command or setting its parser accepts.
 
 Collected from where they are printed: the audit of every launch of the test corpus
-(tests/audit_corpus: each finding's fix, the native fix, the kl-patches switch), the verl and
+(tests/audit_corpus: each finding's fix, the native fix, the kl-patches switch), each
+adapter's reader on launches that raise the findings the corpus does not, the verl and
 OpenRLHF launchers for every estimator x placement (the findings and native fix they print, the
 settings that make the run on-policy), theory's advice (``kl-patches verdict``, the audit's
 JSON) for every estimator x placement x weighting, on- and off-policy, and as the launch reports
@@ -100,6 +101,72 @@ def _openrlhf_launcher() -> list[Printed]:
     return out
 
 
+ACTOR = "actor_rollout_ref.actor."
+READER_INPUTS: dict[str, list[object]] = {
+    "verl": [
+        ["algorithm.adv_estimator=gdpo", "algorithm.use_kl_in_reward=True"],
+        ["algorithm.adv_estimator=grpo_vectorized", "algorithm.use_kl_in_reward=True"],
+        ["algorithm.use_kl_in_reward=True", "algorithm.kl_ctrl.type=adaptive"],
+        ["algorithm.use_kl_in_reward=True", "algorithm.rollout_correction.bypass_mode=True"],
+        [
+            "algorithm.adv_estimator=grpo",
+            "algorithm.use_kl_in_reward=True",
+            "actor_rollout_ref.rollout.multi_turn.enable=True",
+            "trainer.use_v1=True",
+        ],
+        [
+            "algorithm.use_kl_in_reward=True",
+            ACTOR + "use_kl_loss=True",
+            ACTOR + "kl_loss_coef=0.1",
+            ACTOR + "loss_agg_mode=seq-mean-token-mean",
+        ],
+        ["algorithm.use_kl_in_reward=False", ACTOR + "use_kl_loss=False"],
+    ],
+    "openrlhf": [
+        ["--algo.kl.init_coef", "0", "--algo.kl.use_loss"],
+        ["--algo.kl.init_coef", "0.01", "--algo.kl.target", "0.1"],
+        [
+            "--algo.kl.init_coef",
+            "0.01",
+            "--algo.kl.use_loss",
+            "--rollout.batch_size",
+            "64",
+            "--train.batch_size",
+            "16",
+        ],
+        ["--algo.kl.init_coef", "0.01", "--algo.kl.use_loss", "--algo.kl.unbiased_gradient"],
+        [
+            "--algo.kl.init_coef",
+            "0.01",
+            "--algo.advantage.estimator",
+            "reinforce",
+            "--algo.advantage.gamma",
+            "0.9",
+        ],
+        ["--algo.kl.init_coef", "0.01", "--algo.advantage.estimator", "reinforce_baseline"],
+    ],
+    "trl": [
+        {"beta": 0.0},
+        {"beta": 0.04, "use_bias_correction_kl": True, "importance_sampling_level": "sequence"},
+        {"beta": 0.04, "use_liger_loss": True},
+    ],
+}
+"""Launches that raise the adapters' findings the corpus does not (each reader run on them)."""
+
+
+def _readers() -> list[Printed]:
+    from kl_patches import adapters
+
+    out: list[Printed] = []
+    for library, inputs in READER_INPUTS.items():
+        for given in inputs:
+            r = adapters.get(library).read(given)
+            fixes = [(f.code, f.fix) for f in r.findings if f.fix]
+            fixes += [("native fix", " ".join(r.fix))] if r.fix else []
+            out += [Printed(f"{library} {w}", library, f, release=r.version) for w, f in fixes]
+    return out
+
+
 _PARSE = re.compile(r"KLConfig\.parse\([^()]*\)")
 
 
@@ -169,7 +236,14 @@ def _docs() -> list[tuple[str, str | list[str]]]:
 @functools.cache
 def printed() -> tuple[Printed, ...]:
     """Every printed fix this file checks."""
-    return (*_corpus(), *_verl_launcher(), *_openrlhf_launcher(), *_advice(), *_launch_reports())
+    return (
+        *_corpus(),
+        *_readers(),
+        *_verl_launcher(),
+        *_openrlhf_launcher(),
+        *_advice(),
+        *_launch_reports(),
+    )
 
 
 def test_the_collection_covers_each_place_and_kind() -> None:
