@@ -21,6 +21,11 @@ TORCH = "torch==2.13.0"
 ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
+FIX_CHECKS = ("tests/audit/fix/test_validate.py", "tests/audit/fix/test_fix_strings.py")
+"""Tests whose native-fix checks need the library's own parser: each library session runs them
+too (the core session runs their kl-patches-syntax part)."""
+
+
 def _pytest(session: nox.Session, *paths: str) -> None:
     session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs, env=ENV)
 
@@ -69,7 +74,7 @@ def trl(session: nox.Session) -> None:
     _install_trl(session)
     # the wheel checks: nox -s record_check; the end-to-end runs: here and in nox -s e2e
     # (the 0.14-0.26 tests run in the compat steps of those releases)
-    _pytest(session, _tests("trl"), _e2e("trl"), "-m", "not wheels and not legacy_trl")
+    _pytest(session, _tests("trl"), _e2e("trl"), *FIX_CHECKS, "-m", "not wheels and not legacy_trl")
 
 
 def _install_trl(session: nox.Session) -> None:
@@ -109,7 +114,7 @@ def verl(session: nox.Session) -> None:
     needs it).
     """
     _install_verl(session)
-    _pytest(session, _tests("verl"), _e2e("verl"))
+    _pytest(session, _tests("verl"), _e2e("verl"), *FIX_CHECKS)
 
 
 def _install_verl(session: nox.Session) -> None:
@@ -142,7 +147,7 @@ def openrlhf(session: nox.Session) -> None:
     tests/adapters/openrlhf_support/stubs) on the path.
     """
     _install_openrlhf(session)
-    _pytest(session, _tests("openrlhf"), _e2e("openrlhf"))
+    _pytest(session, _tests("openrlhf"), _e2e("openrlhf"), *FIX_CHECKS)
 
 
 def _install_openrlhf(session: nox.Session) -> None:

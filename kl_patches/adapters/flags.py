@@ -330,6 +330,52 @@ def to_tokens(config: KLConfig) -> list[str]:
     return out
 
 
+LAUNCH_ARGUMENTS = {
+    "verl": "<your overrides>",
+    "openrlhf": "<your train_ppo_ray flags>",
+    "trl": "<your TRL flags>",
+}
+"""The placeholder a printed kl-patches command shows for the user's own launch arguments."""
+
+
+def launcher_command(
+    library: str, config: KLConfig, trainer: str = "", extra: str = "", options: str = ""
+) -> str:
+    """The complete ``kl-patches <library>`` command that runs ``config`` (the user's launch
+    arguments as the :data:`LAUNCH_ARGUMENTS` placeholder; ``extra``: the library's own
+    arguments the fix adds; ``options``: the launcher's own, such as ``--kl.outside_std``); for
+    a library without a launcher, the Python API's ``KLConfig.parse(...)``. ``trainer``: TRL's
+    (``RLOOTrainer``, or ``PPOTrainer``, run as RLOO; GRPO otherwise). The coefficient is always
+    written: each launcher has its own default."""
+    tokens = to_tokens(config)
+    fields = [
+        f"{tokens[i]} {tokens[i + 1]}"
+        for i in range(2, len(tokens), 2)
+        if tokens[i] != PREFIX + "coef"
+    ]
+    kl = " ".join(
+        w
+        for w in ("--kl", config.short_name, PREFIX + "coef", repr(config.coef), *fields, options)
+        if w
+    )
+    theirs = " ".join(w for w in (LAUNCH_ARGUMENTS.get(library, ""), extra) if w)
+    if library == "verl":
+        return f"kl-patches verl {kl} -- {theirs}"
+    if library == "openrlhf":
+        return f"kl-patches openrlhf {theirs} {kl}"
+    if library == "trl":
+        script = "rloo" if "RLOO" in trainer or "PPO" in trainer else "grpo"
+        return f"kl-patches trl {script} {theirs} {kl}"
+    base = KLConfig.parse(config.short_name).to_dict()
+    changed = {"coef": config.coef} | {
+        k: v
+        for k, v in config.to_dict().items()
+        if k not in ("estimator", "placement", "coef") and v != base[k]
+    }
+    args = [f", {k}={v!r}" for k, v in changed.items()]
+    return f"KLConfig.parse({config.short_name!r}{''.join(args)})"
+
+
 # ----------------------------------------------------------------------------- defaults
 @dataclass(frozen=True)
 class Default:

@@ -15,7 +15,8 @@ write (ranks of a distributed launch may share the stream). What it says is buil
   :func:`kl_patches.audit.verdicts.verdict_of` for a reading with two estimators) for that
   case only: an off-policy run is not told what its on-policy verdict would be, except as the
   way out (one update per batch); an unknown run gets both cases, each labelled;
-* ``advice``: only for a biased verdict;
+* ``advice``: only for a biased verdict; theory's ``KLConfig.parse(...)`` written as this
+  launcher's complete command (:func:`in_launcher_terms`);
 * ``how``: the route (native options, a patch);
 * ``also changes``: everything kl-patches changes beyond the KL, each with why (verl's
   ``loss_agg_mode``, which verl shares with the policy-gradient loss; TRL's ``beta``; Ray's
@@ -25,10 +26,13 @@ write (ranks of a distributed launch may share the stream). What it says is buil
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command
 from kl_patches.cli import errors
 from kl_patches.config import KLConfig
 
@@ -50,7 +54,8 @@ class Updates:
     """The settings behind :attr:`state`, as the user wrote them (e.g. ``ppo_mini_batch_size
     =256 < data.train_batch_size=1024: 4 updates per batch``)."""
     on_policy_how: str = ""
-    """For an off-policy run: the settings that would make it on-policy (empty: not said)."""
+    """For an off-policy run: the settings that would make it on-policy, complete overrides or
+    flags in the library's own syntax (empty: not said)."""
 
     def __post_init__(self) -> None:
         if self.state not in UPDATE_STATES:
@@ -122,6 +127,28 @@ def _advice(report: LaunchReport, off: Verdict) -> str:
     return advice.strip()
 
 
+_CALL = re.compile(r"KLConfig\.parse\([^()]*\)")
+
+
+def in_launcher_terms(text: str, report: LaunchReport) -> str:
+    """``text`` (theory's advice) with each ``KLConfig.parse(...)`` written as the complete
+    command of the report's launcher (``kl-patches verl --kl ... -- <your overrides>``); as
+    it is for a library without a launcher."""
+    library = report.library.lower()
+    if library not in LAUNCH_ARGUMENTS:
+        return text
+    trainer = "RLOOTrainer" if "RLOO" in report.route else "GRPOTrainer"
+
+    def command(match: re.Match[str]) -> str:
+        call = ast.parse(match.group(0), mode="eval").body
+        assert isinstance(call, ast.Call)
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        return launcher_command(library, KLConfig.parse(*args, **kwargs), trainer)
+
+    return _CALL.sub(command, text)
+
+
 def lines(report: LaunchReport) -> list[str]:
     """The block's lines, without the trailing newline."""
     config = report.config
@@ -150,16 +177,17 @@ def lines(report: LaunchReport) -> list[str]:
             else:
                 out.append(f"  verdict:      on-policy {_state(on)}; off-policy {_state(off)}")
             if not off.unbiased:
-                out.append(f"  advice:       if off-policy: {_advice(report, off)}")
+                advice = in_launcher_terms(_advice(report, off), report)
+                out.append(f"  advice:       if off-policy: {advice}")
             if not on.unbiased:
-                out.append(f"  advice:       if on-policy: {on.advice}")
+                out.append(f"  advice:       if on-policy: {in_launcher_terms(on.advice, report)}")
         else:
             off_policy = updates.state == "off-policy"
             v = _verdict(report, off_policy)
             out.append(f"  verdict:      {_state(v)}, for these {updates.state} updates")
             if not v.unbiased:
                 advice = _advice(report, v) if off_policy else v.advice
-                out.append(f"  advice:       {advice}")
+                out.append(f"  advice:       {in_launcher_terms(advice, report)}")
     if report.route:
         out.append(f"  how:          {report.route}")
     for i, change in enumerate(report.changes):

@@ -10,10 +10,12 @@ reader used). An adapter finding that already says one of them is listed in its 
 from __future__ import annotations
 
 import fnmatch
+import shlex
 from collections.abc import Iterable
 
 from kl_patches import adapters
 from kl_patches.adapters.base import NativeReading
+from kl_patches.adapters.flags import launcher_command
 from kl_patches.audit.model import AuditFinding, AuditInput
 from kl_patches.audit.shell.vocabulary import PLACEHOLDER_LABEL
 from kl_patches.config import KLConfig
@@ -169,15 +171,16 @@ def status_of(reading: NativeReading, on_policy: Verdict, findings: Iterable[Aud
     return "unbiased" if on_policy.unbiased else "biased"
 
 
-def switch_fix(config: KLConfig) -> str:
-    """The kl-patches switch giving k1 in the reward at the configuration's coefficient."""
+def switch_fix(config: KLConfig, library: str = "", trainer: str = "") -> str:
+    """The kl-patches switch giving k1 in the reward at the configuration's coefficient: the
+    library's launcher command (:func:`~kl_patches.adapters.flags.launcher_command`)."""
     if config.has_reward:
         coef = config.coef
     elif config.has_loss:
         coef = config.loss_coef_value
     else:
         coef = recommended().coef
-    return f"KLConfig.parse('k1-in-reward', coef={coef:g})"
+    return launcher_command(library, KLConfig.parse("k1-in-reward", coef=coef), trainer)
 
 
 def _relevant(key: str, reading: NativeReading | None) -> bool:
@@ -207,8 +210,9 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "error" if kl_lost else "warning",
                 w
                 + (f"; never passed to the trainer: {dropped}" if dropped else "")
-                + (" (KL settings among them)" if kl_lost else ""),
-                "delete the commented line, or move it below the command",
+                + (" (KL settings among them)" if kl_lost else "")
+                + ". Delete the commented line, or move it below the command.",
+                "",
                 "audit",
             )
         )
@@ -233,7 +237,7 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 UNRESOLVED_VARIABLES,
                 "warning",
                 "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + ".",
-                f"kl-patches audit --var {first}=VALUE ...",
+                f"kl-patches audit --var {first}=VALUE {shlex.quote(inp.path or '') or '<file>'}",
                 "audit",
             )
         )
@@ -246,8 +250,9 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "warning",
                 "; ".join(f"{k or 'an argument'} comes from {v}" for k, v in placeholders)
                 + ": the file is a template (bash reads '<' as a redirection and cannot run it as "
-                "written); the audit reads each such option at the library's default.",
-                "replace the placeholder with the value you run with",
+                "written); the audit reads each such option at the library's default. Replace "
+                "the placeholder with the value you run with.",
+                "",
                 "audit",
             )
         )
@@ -259,8 +264,9 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 "The file is a template: "
                 + "; ".join(elsewhere)
                 + ". Bash reads '<' as a redirection and cannot run it as written; no option of "
-                "this launch takes its value from a placeholder.",
-                "replace the placeholder with the value you run with",
+                "this launch takes its value from a placeholder. Replace the placeholder with the "
+                "value you run with.",
+                "",
                 "audit",
             )
         )
@@ -281,8 +287,8 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                     for k, v in relevant
                 )
                 + ": the audit never runs commands nor reads their input, so these are read at "
-                "the library's defaults.",
-                "write the value in the script, or pass it with --var",
+                "the library's defaults. Write the value in the script, or pass it with --var.",
+                "",
                 "audit",
             )
         )

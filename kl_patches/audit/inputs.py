@@ -312,8 +312,9 @@ def _compose_hydra(
                     "warning",
                     f"The launch composes Hydra config {name!r}{where}, which the audit cannot "
                     "find beside the script: its settings (KL settings among them, perhaps) "
-                    "are read as the library's defaults.",
-                    "audit the config file too, or run the audit from the repository",
+                    "are read as the library's defaults. Audit the config file too, or run the "
+                    "audit from the repository.",
+                    "",
                     "audit",
                 )
             ],

@@ -64,9 +64,11 @@ class AuditEntry:
     findings: tuple[AuditFinding, ...]
     """Adapter findings first, then the audit's own."""
     fix_native: tuple[str, ...]
-    """Native flags/overrides giving k1 in the reward at the same coefficient (the adapter's)."""
+    """Native flags/overrides giving k1 in the reward at the same coefficient (the adapter's;
+    empty where the library cannot express it, e.g. TRL's GRPO: then the switch is the fix)."""
     fix_switch: str
-    """The kl-patches switch for the same fix (empty when the setup is already unbiased)."""
+    """The kl-patches launcher command for the same fix (empty when the setup is already
+    unbiased)."""
     ignored_keys: tuple[str, ...] = ()
     """Keys/flags of the input that the reader did not use (not KL-relevant, or unknown)."""
     notes: tuple[str, ...] = field(default_factory=tuple)

@@ -24,7 +24,7 @@ ever added):
                                "side": str}]},
         "findings": [{"code": str, "severity": str, "message": str, "fix": str,
                       "origin": "adapter"|"audit"}],
-        "fix": {"native": [str], "kl_patches": str},
+        "fix": {"native": [str], "kl_patches": str, "label": str, "checked": str},
         "settings": {str: JSON value}, "ignored_keys": [str], "notes": [str]}]}
 """
 
@@ -36,11 +36,15 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from kl_patches.audit.fix.change import LABELS
 from kl_patches.audit.model import STATUSES, AuditEntry
 from kl_patches.audit.verdicts import describe_reading, verdict_of
 
 SCHEMA = "kl-patches.audit/1"
 """Identifier of the JSON layout; bumped only if a field changes meaning or disappears."""
+
+NATIVE = LABELS[0]
+"""The label of a native fix the library's own parser accepted."""
 
 _STATUS_TEXT = {
     "unbiased": "ok",
@@ -116,7 +120,11 @@ def entry_dict(entry: AuditEntry) -> dict[str, Any]:
             }
             for f in entry.findings
         ],
-        "fix": {"native": list(entry.fix_native), "kl_patches": entry.fix_switch},
+        "fix": {
+            "native": list(entry.fix_native),
+            "kl_patches": entry.fix_switch,
+            **dict(zip(("label", "checked"), _fix_check(entry), strict=True)),
+        },
         "settings": _jsonable(r.settings),
         "ignored_keys": list(entry.ignored_keys),
         "notes": list(entry.notes),
@@ -283,13 +291,32 @@ def _detail_lines(i: int, entry: AuditEntry, width: int) -> list[str]:
         if f.fix:
             field("", f"fix: {f.fix}")
     if entry.fix_native or entry.fix_switch:
+        label, checked = _fix_check(entry)
         if entry.fix_native:
-            field("fix", "native: " + " ".join(entry.fix_native))
+            head = (
+                f"native ({checked})"
+                if label == NATIVE
+                else f"native, {label}"
+                if label.startswith("not checked")
+                else f"not native ({checked})"
+            )
+            field("fix", f"{head}: " + " ".join(entry.fix_native))
         if entry.fix_switch:
-            field("fix" if not entry.fix_native else "", "kl-patches: " + entry.fix_switch)
+            field("fix" if not entry.fix_native else "", "with kl-patches: " + entry.fix_switch)
     for n in entry.notes:
         field("note", n)
     return out
+
+
+def _fix_check(entry: AuditEntry) -> tuple[str, str]:
+    """(label, what the parser said) of the entry's fix (:mod:`.fix.validate`): the label is
+    ``native`` only when the library's own parser accepted the native fix; empty without a
+    fix."""
+    if not (entry.fix_native or entry.fix_switch):
+        return "", ""
+    from kl_patches.audit.fix.validate import fix_label, native_check
+
+    return fix_label(entry), native_check(entry).message
 
 
 def _footer(entries: Sequence[AuditEntry], notes: Sequence[str], strict: bool) -> list[str]:

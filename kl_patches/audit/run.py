@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,11 @@ def audit_reading(
             )
         )
     status = status_of(reading, on_policy, findings)
-    fix_switch = "" if status == "unbiased" else (reading.switch or switch_fix(reading.config))
+    fix_switch = (
+        ""
+        if status == "unbiased"
+        else (reading.switch or switch_fix(reading.config, reading.library, reading.trainer))
+    )
     fix_native = () if status == "unbiased" else tuple(reading.fix)
     return AuditEntry(
         origin=origin,
@@ -228,6 +233,12 @@ MAX_RANGE_READS = 64
 """Releases of a range pin read at most, to tell whether the verdict differs across it."""
 
 
+def _audit_as(library: str, path: str | None) -> str:
+    """The audit command that reads ``path`` as the release the user runs."""
+    where = shlex.quote(path) if path else "<file>"
+    return f"kl-patches audit --library-version {library}=<the release you run> {where}"
+
+
 def version_findings(
     inp: AuditInput, choice: VersionChoice, reading: NativeReading
 ) -> list[AuditFinding]:
@@ -255,9 +266,8 @@ def version_findings(
                     "warning",
                     f"The pin {lib}{choice.spec} ({choice.where}) allows releases that run this "
                     f"file differently: {'; '.join(parts)}. It is read as {choice.version}, the "
-                    "newest the pin allows.",
-                    f"pin one release ({lib}=={choice.version}), or audit with "
-                    f"--library-version {lib}=<the release you run>",
+                    "newest the pin allows. Pin one release, or audit with the release you run.",
+                    f"pip install {lib}=={choice.version} or " + _audit_as(lib, inp.path),
                     "audit",
                 )
             )
@@ -286,7 +296,7 @@ def version_findings(
             f"{_kl_text(reading)}; on {what} the same file runs {_kl_text(other)}"
             + (f" (settings that differ: {', '.join(changed[:4])})" if changed else "")
             + ".",
-            f"install {lib}=={choice.version}" if installed else "",
+            f"pip install {lib}=={choice.version}" if installed else "",
             "audit",
         )
     )
@@ -365,8 +375,7 @@ def audit_input(
                 "warning",
                 f"{choice.conflict}; the launch is read as {inp.library} {choice.version} "
                 f"({choice.where}).",
-                f"keep one pin on {inp.library}, or audit with --library-version "
-                f"{inp.library}=<the release you run>",
+                _audit_as(inp.library, inp.path),
                 "audit",
             )
         )

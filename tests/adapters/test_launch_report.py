@@ -47,7 +47,9 @@ def test_the_block_names_the_config_updates_verdict_and_where_the_coefficient_co
     assert "updates:      on-policy: one update per batch" in err
     v = verdict(config)
     assert f"verdict:      biased for the reverse KL ({v.gradient}), for these on-policy" in err
-    assert f"advice:       {v.advice}" in err
+    # theory's advice, its KLConfig.parse(...) written as the launcher's complete command
+    assert "advice:       Use kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your " in err
+    assert "KLConfig.parse" not in err and v.advice.startswith("Use KLConfig.parse(")
     assert "coef:         0.001 (the default: verl's own default)" in err
     assert "how:          native options only" in err and "also changes: x=1: why" in err
     assert err.endswith("  a finding\n")
@@ -64,7 +66,7 @@ def test_an_off_policy_run_is_not_told_its_on_policy_verdict() -> None:
     assert verdict(config, off_policy=True).unbiased is False
     (advice,) = _field(text, "advice")
     assert "On-policy:" not in advice and "Keep it" not in advice
-    assert "importance_weighting='sequence'" in advice
+    assert "--kl.importance_weighting sequence -- <your overrides>" in advice
     assert "Or make the run on-policy (mini-batch = batch)" in advice
     # on-policy the same config is unbiased and gets no advice at all
     text = lines(LaunchReport("x", "verl", config, ON))

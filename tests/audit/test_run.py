@@ -175,7 +175,7 @@ def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
         "caveats",
         "terms",
     }
-    assert set(t["fix"]) == {"native", "kl_patches"}
+    assert set(t["fix"]) == {"native", "kl_patches", "label", "checked"}
     for f in t["findings"]:
         assert set(f) == {"code", "severity", "message", "fix", "origin"}
         assert f["severity"] in ("error", "warning", "info")
@@ -184,7 +184,14 @@ def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     assert t["verdict"]["terms"] == [
         {"basis": "forward_kl_token", "coef": 0.001, "length_normalised": True, "side": "loss"}
     ]
-    assert t["fix"]["kl_patches"] == "KLConfig.parse('k1-in-reward', coef=0.001)"
+    assert (
+        t["fix"]["kl_patches"]
+        == "kl-patches verl --kl k1-in-reward --kl.coef 0.001 -- <your overrides>"
+    )
+    # native only when verl's own parser accepted it; never claimed checked without verl
+    from kl_patches.audit.fix.validate import NOT_INSTALLED, installed
+
+    assert t["fix"]["label"] == ("native" if installed("verl") else NOT_INSTALLED)
     assert "algorithm.use_kl_in_reward=True" in t["fix"]["native"]
 
 
@@ -207,7 +214,10 @@ def test_plain_report_has_table_details_and_fix(capsys: pytest.CaptureFixture[st
     assert lines[2].split()[:4] == ["1", "dapo_k3_loss.sh:3", "openrlhf", "0.11.2:"]
     assert "forward_kl_token_length_normalised" in lines[2] and "BIASED" in lines[2]
     assert any(line.strip().startswith("fix") and "--algo.kl.init_coef" in line for line in lines)
-    assert "kl-patches: KLConfig.parse('k1-in-reward', coef=0.001)" in out
+    assert (
+        "with kl-patches: kl-patches openrlhf <your train_ppo_ray flags> --kl k1-in-reward "
+        "--kl.coef 0.001"
+    ) in " ".join(out.split())
     assert lines[-1] == "--strict: FAIL (1 biased or KL-dropping setup(s))"
 
 

@@ -297,7 +297,7 @@ def test_pinned_and_installed_disagree(tmp_path: Path, monkeypatch: pytest.Monke
     entry = _one(root / "grpo.yaml")
     (found,) = [f for f in entry.findings if f.code == VERSION_INSTALLED_DIFFERS]
     assert found.severity == "warning" and "the installed trl 1.16.0" in found.message
-    assert "runs no KL" in found.message and found.fix == "install trl==0.18.0"
+    assert "runs no KL" in found.message and found.fix == "pip install trl==0.18.0"
 
 
 def test_same_reading_on_both_versions_gives_no_finding(tmp_path: Path) -> None:

@@ -249,23 +249,8 @@ def check(argv: Sequence[str]) -> None:
     ``__main__`` block with ``train(args)`` (the check would not be OpenRLHF's)."""
     import ast
     import contextlib
-    import importlib.util
 
-    spec = importlib.util.find_spec(ENTRY)
-    if spec is None or spec.origin is None:
-        raise errors.UsageError(f"{ENTRY} is not importable here: install OpenRLHF")
-    source = Path(spec.origin).read_text(encoding="utf-8")
-    tree = ast.parse(source, spec.origin)
-    block = next(
-        (
-            node
-            for node in tree.body
-            if isinstance(node, ast.If)
-            and isinstance(node.test, ast.Compare)
-            and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"'
-        ),
-        None,
-    )
+    origin, tree, block = _main_block(ENTRY)
     last = block.body[-1] if block is not None and block.body else None
     if not (
         isinstance(last, ast.Expr)
@@ -273,20 +258,19 @@ def check(argv: Sequence[str]) -> None:
         and ast.unparse(last.value) == "train(args)"
     ):
         raise errors.UsageError(
-            f"{spec.origin} does not end its __main__ block with train(args); --check runs "
+            f"{origin} does not end its __main__ block with train(args); --check runs "
             "OpenRLHF's checks only up to that call, so it cannot check this release"
         )
-    assert block is not None
     stop = ast.parse("raise __kl_patches_checked__(args)").body[0]
     block.body[-1] = ast.copy_location(stop, last)
-    code = compile(ast.fix_missing_locations(tree), spec.origin, "exec")
+    code = compile(ast.fix_missing_locations(tree), origin, "exec")
     scope: dict[str, Any] = {
         "__name__": "__main__",
-        "__file__": spec.origin,
+        "__file__": origin,
         "__kl_patches_checked__": _Checked,
     }
     saved = sys.argv
-    sys.argv = [spec.origin, *argv]
+    sys.argv = [origin, *argv]
     try:
         with contextlib.redirect_stdout(sys.stderr):
             exec(code, scope)
@@ -305,6 +289,71 @@ def check(argv: Sequence[str]) -> None:
     )
 
 
+def _main_block(module: str) -> tuple[str, Any, Any]:
+    """(file, module AST, its ``if __name__ == "__main__":`` block) of an OpenRLHF entry point,
+    read from the installed source without importing it. UsageError when it is not installed
+    or has no such block."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise errors.UsageError(f"{module} is not importable here: install OpenRLHF")
+    source = Path(spec.origin).read_text(encoding="utf-8")
+    tree = ast.parse(source, spec.origin)
+    block = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"'
+        ),
+        None,
+    )
+    if block is None or not block.body:
+        raise errors.UsageError(f"{spec.origin} has no __main__ block to take its parser from")
+    return spec.origin, tree, block
+
+
+def parser_of(module: str = ENTRY) -> argparse.ArgumentParser:
+    """The entry point's own argparse parser, built as the installed release builds it: its
+    ``__main__`` block run up to ``args = parser.parse_args()``, with the file's top-level
+    imports that import here (the parser needs none of OpenRLHF's GPU modules, which a CPU
+    install lacks). Nothing is parsed; the post-parse checks are :func:`check`'s."""
+    import ast
+
+    origin, tree, block = _main_block(module)
+    at = next(
+        (
+            i
+            for i, node in enumerate(block.body)
+            if isinstance(node, ast.Assign)
+            and ast.unparse(node.value).endswith("parser.parse_args()")
+        ),
+        None,
+    )
+    if at is None:
+        raise errors.UsageError(f"{origin}: no `args = parser.parse_args()` in its __main__ block")
+    scope: dict[str, Any] = {"__name__": "__kl_patches_parse__", "__file__": origin}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            try:
+                exec(compile(ast.Module([node], []), origin, "exec"), scope)
+            except Exception:  # a GPU-only module (vllm): the parser does not use it
+                continue
+    body = ast.Module(block.body[:at], [])
+    exec(compile(ast.fix_missing_locations(body), origin, "exec"), scope)
+    parser: argparse.ArgumentParser = scope["parser"]
+    return parser
+
+
+def parse_args(argv: Sequence[str], module: str = ENTRY) -> argparse.Namespace:
+    """``argv`` through the entry point's own parser (:func:`parser_of`); a bad flag or value
+    is argparse's SystemExit(2) with its message on stderr."""
+    return parser_of(module).parse_args(list(argv))
+
+
 def updates_of(reading: Any) -> Updates:
     """On- or off-policy for this launch, from the reader's settings (OpenRLHF's defaults for
     flags not given); unknown when a batch size is no number."""
@@ -316,8 +365,8 @@ def updates_of(reading: Any) -> Updates:
     batch, n, train, epochs = (numbers[k] for k in (*keys, "train.max_epochs"))
     how = ""
     if batch is not None and n is not None:
-        how = f"--train.batch_size {batch * n} (rollout.batch_size x n_samples_per_prompt)"
-        how += ", --train.max_epochs 1, no --train.async_enable"
+        how = f"--train.batch_size {batch * n} --train.max_epochs 1"  # rollout batch x samples
+        how += " (remove --train.async_enable)" if s.get("train.async_enable") else ""
     if None in numbers.values():
         unset = [f"{k}={s.get(k)}" for k, v in numbers.items() if v is None]
         if s.get("train.async_enable"):

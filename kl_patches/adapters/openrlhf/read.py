@@ -14,7 +14,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from kl_patches.adapters.base import Finding, NativeReading
-from kl_patches.adapters.flags import long_options
+from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command, long_options
 from kl_patches.config import KLConfig
 
 from .entries import LEGACY_FLAGS, facts
@@ -76,8 +76,9 @@ def findings_for(
                 f"--algo.kl.init_coef {coef:g} builds no reference model, so every KL term is "
                 "zero"
                 + (f" although {sorted('--' + g for g in asked)} ask for one" if asked else "")
-                + ". There is no KL regularisation at all.",
-                f"{recommended} (or drop the other KL flags if no KL is intended)",
+                + ". There is no KL regularisation at all (or drop the other KL flags if no KL "
+                "is intended).",
+                recommended,
             )
         )
         return tuple(out)
@@ -88,8 +89,9 @@ def findings_for(
                 "openrlhf.kl_clamp",
                 "info",
                 f"OpenRLHF clamps every per-token estimator value to [-{NATIVE_KL_CLAMP:g}, "
-                f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient.",
-                "python -m kl_patches.openrlhf ... --kl.clamp none (the core's unclamped maths)",
+                f"{NATIVE_KL_CLAMP:g}] (k1 included); tokens beyond it lose their KL gradient. "
+                "kl-patches' estimators run unclamped.",
+                launcher_command("openrlhf", KLConfig.parse("k1-in-reward", coef=coef)),
             )
         )
     if not use_loss:
@@ -107,9 +109,12 @@ def findings_for(
                     "info",
                     f"With {adv}, the KL penalty is added per token after the group baseline of "
                     f"the scalar reward: it is not baselined (unbiased, more variance), the task "
-                    f"reward is{scaled or ' baselined alone'}.",
-                    "python -m kl_patches.openrlhf ... --kl k1-in-reward --kl.reward_shape "
-                    "sequence (KL inside the group baseline, as in the paper's RLOO runs)",
+                    f"reward is{scaled or ' baselined alone'}. kl-patches can put the KL "
+                    "inside the group baseline, as in the paper's RLOO runs.",
+                    launcher_command(
+                        "openrlhf",
+                        KLConfig.parse("k1-in-reward", coef=coef, reward_shape="sequence"),
+                    ),
                 )
             )
         if adv in sem.whitened:
@@ -118,8 +123,9 @@ def findings_for(
                     "openrlhf.kl_whitened",
                     "info",
                     f"With {adv}, advantages (task reward and KL together) are whitened over "
-                    "the batch, which rescales the effective beta from batch to batch.",
-                    "--algo.advantage.no_std_norm keeps the scale (mean-centring only)",
+                    "the batch, which rescales the effective beta from batch to batch; "
+                    "--algo.advantage.no_std_norm keeps the scale (mean-centring only).",
+                    "--algo.advantage.no_std_norm",
                 )
             )
         gamma = float(settings["algo.advantage.gamma"])  # type: ignore[arg-type]
@@ -164,7 +170,7 @@ def findings_for(
                     f"{updates_per_rollout(settings)} updates per rollout batch (or async) with "
                     "the KL in the loss and no importance weight: the KL-loss gradient is taken "
                     "on samples from an older policy.",
-                    "--algo.kl.unbiased_gradient (or k1 in the reward: " + recommended + ")",
+                    f"--algo.kl.unbiased_gradient or {recommended} (remove --algo.kl.use_loss)",
                 )
             )
     if settings["algo.kl.target"] is not None:
@@ -181,7 +187,7 @@ def findings_for(
                     else ""
                 )
                 + ".",
-                "drop --algo.kl.target (fixed controller)",
+                "(remove --algo.kl.target)",
             )
         )
     return tuple(out)
@@ -420,7 +426,7 @@ def read(
                 "error",
                 f"openrlhf.cli.{module} is not in OpenRLHF {sem.release} (train_ppo.py was "
                 "removed in 0.6.2): the launch fails to start.",
-                "openrlhf.cli.train_ppo_ray",
+                f"python -m openrlhf.cli.train_ppo_ray {LAUNCH_ARGUMENTS['openrlhf']}",
             )
         )
     if refused:
@@ -440,8 +446,9 @@ def read(
                     if Version(sem.release) >= Version("0.10.2")
                     and any("_" in o and "." not in o for o, _ in refused)
                     else ""
-                ),
-                "delete them, or run the release this launch was written for",
+                )
+                + " Delete them, or run the release this launch was written for.",
+                "",
             )
         )
     config = config_from_settings(settings)
@@ -458,7 +465,7 @@ def read(
                 f"init_kl_coef={coef:g}: OpenRLHF {sem.release} builds the reference model for "
                 "any non-zero coefficient, so a negative one rewards moving away from it "
                 "(the KL is maximised).",
-                "a positive coefficient",
+                _flags(_fix_args(KLConfig(coef=-coef), sem)),
             )
         )
     fix_coef = config.coef if config.coef > 0 else 0.01

@@ -420,7 +420,7 @@ def updates_of(training: Any) -> Updates:
     s = settings_at(training, kind, semantics())
     ga = s["gradient_accumulation_steps"]
     spg = s["steps_per_generation"]
-    how = f"steps_per_generation={ga} (= gradient_accumulation_steps) and num_iterations=1"
+    how = f"steps_per_generation={ga} num_iterations=1"  # = gradient_accumulation_steps
     reasons = off_policy_reasons(s, training)
     if reasons:
         return Updates("off-policy", "; ".join(reasons), on_policy_how=how)

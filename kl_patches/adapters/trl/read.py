@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
 from kl_patches.adapters.files import load_mapping, safe_yaml, yaml_module
-from kl_patches.adapters.flags import long_options
+from kl_patches.adapters.flags import launcher_command, long_options
 from kl_patches.config import KLConfig
 
 from . import unsloth_facts
@@ -104,7 +104,9 @@ def _findings(
                 "warning" if kind == "GRPO" else "info",
                 f"{kind}Config.beta=0: no KL regularisation and no reference model"
                 + (" (GRPO's default since TRL 0.19)." if kind == "GRPO" else "."),
-                "kl_placement=reward kl_estimator=k1 kl_coef=0.05 via kl_patches.trl",
+                f"beta={KLConfig().coef!r}"
+                if kind == "RLOO"
+                else _switch(kind, s, KLConfig().coef),
             )
         )
     if not patched and kind == "GRPO" and beta != 0.0:
@@ -123,9 +125,10 @@ def _findings(
                     f"(use_bias_correction_kl=True from TRL {since}, "
                     f"{sem.sources['use_bias_correction_kl']}): the same config trained an "
                     f"unweighted k3 on TRL < {since}, so its KL gradient differs from runs on "
-                    "earlier releases (on-policy the weight is 1 and only the gradient changes).",
-                    "use_bias_correction_kl=false (the k3 of earlier releases), or "
-                    "use_bias_correction_kl=true to keep it and pin the choice",
+                    "earlier releases (on-policy the weight is 1 and only the gradient changes). "
+                    "Pin the choice: use_bias_correction_kl=false gives the k3 of earlier "
+                    "releases, use_bias_correction_kl=true keeps this one.",
+                    "use_bias_correction_kl=false or use_bias_correction_kl=true",
                 )
             )
         if s["use_bias_correction_kl"] and s["importance_sampling_level"] == "sequence":
@@ -136,7 +139,7 @@ def _findings(
                     "use_bias_correction_kl with importance_sampling_level='sequence' multiplies "
                     "each token's k3 by the sequence-mean ratio (TRL issue #6586), adding a "
                     "spurious gradient term; read as token weighting here.",
-                    "use_bias_correction_kl=false, or the kl-patches loss side",
+                    f"use_bias_correction_kl=false or {_switch(kind, s, config.coef)}",
                 )
             )
         if s["use_vllm"]:
@@ -160,11 +163,14 @@ def _findings(
                     "info",
                     f"{what} averages the k3 term over tokens: the "
                     "regulariser is a length-normalised KL, not the sequence KL.",
-                    "loss_type=luspo or dr_grpo (per-sequence sums), or kl-patches"
-                    if "luspo" in sem.grpo_aggregation
-                    else "loss_type=dr_grpo (a per-sequence sum), or kl-patches"
-                    if "dr_grpo" in sem.grpo_aggregation
-                    else "kl-patches (TRL of this release has no per-sequence sum)",
+                    " or ".join(
+                        [
+                            f"loss_type={t}"
+                            for t in ("luspo", "dr_grpo")
+                            if t in sem.grpo_aggregation
+                        ]
+                        + [_switch(kind, s, config.coef)]
+                    ),
                 )
             )
     if config.has_reward and kind == "GRPO" and s["scale_rewards"] != "none":
@@ -180,17 +186,25 @@ def _findings(
     return out
 
 
-def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
+def _coef(s: dict[str, object], config: KLConfig) -> float:
     beta = float(s["beta"])  # type: ignore[arg-type]
-    coef = config.coef if config.placement != "none" and config.coef > 0 else (beta or 0.05)
-    if kind == "RLOO":
-        return (f"beta={coef:g}",)
-    return (
-        f"kl_estimator=k1 kl_placement=reward kl_coef={coef:g} (kl_patches.trl: GRPOTrainer "
-        "kl=..., KLArguments, or apply())",
-        "beta=0.0 (kl-patches manages the reference model)",
-        "scale_rewards=none",
-    )
+    return config.coef if config.placement != "none" and config.coef > 0 else (beta or 0.05)
+
+
+def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
+    """The native fields giving k1 in the reward: RLOO's ``beta`` (per sequence); GRPO has no
+    native reward-side KL, so none (its fix is the kl-patches switch, :func:`_switch`)."""
+    return (f"beta={_coef(s, config)!r}",) if kind == "RLOO" else ()
+
+
+def _switch(kind: str, s: dict[str, object], coef: float) -> str:
+    """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` where
+    GRPO would divide the KL-shaped reward by the group std."""
+    scaled = kind == "GRPO" and s.get("scale_rewards") not in ("none", False, None)
+    extra = "--scale_rewards none" if scaled and isinstance(s["scale_rewards"], str) else ""
+    if scaled and not extra:
+        extra = "--scale_rewards false"
+    return launcher_command("trl", KLConfig.parse("k1-in-reward", coef=coef), kind, extra)
 
 
 def _context_findings(
@@ -285,8 +299,8 @@ def read(
                 f"TRL's parser refuses this command line: {stray[:4]!r} "
                 f"{'is' if len(stray) == 1 else 'are'} taken by no flag (HfArgumentParser: "
                 "'Some specified arguments are not used'; a line continuation followed by a "
-                "space passes ' ' as an argument). The reading leaves them out.",
-                "remove the stray words (check for spaces after the backslashes)",
+                "space passes ' ' as an argument). The reading leaves them out: remove the stray "
+                "words (check for spaces after the backslashes).",
             )
         )
     if isinstance(source, dict):
@@ -353,7 +367,9 @@ def read(
         fix=unsloth_facts.fix(config, s) if unsloth else _fix(kind, s, config),
         off_policy_reason="; ".join(reasons),
         # the TRL patch refuses unsloth's trainer: its own loss-side patch is the change
-        switch=unsloth_facts.patch_advice(config, s) if unsloth else "",
+        switch=unsloth_facts.patch_advice(config, s)
+        if unsloth
+        else _switch(kind, s, _coef(s, config)),
     )
 
 
@@ -394,8 +410,8 @@ def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], 
         f"TRL {sem.version} refuses this config: {', '.join(parts)}{more} "
         f"{'is' if len(refused) == 1 else 'are'} not a field of any of its dataclasses "
         "(TrlParser: 'Unknown arguments', GRPOConfig(...): TypeError). The reading leaves "
-        "them out (what runs once they are deleted).",
-        "delete them, or run the TRL release the config was written for",
+        "them out (what runs once they are deleted). Delete them, or run the TRL release the "
+        "config was written for.",
     )
     return {k: v for k, v in source.items() if k not in refused}, [finding]
 
@@ -538,10 +554,7 @@ def _read_ppo(
         off_policy=bool(reasons),
         settings=s,
         findings=tuple(findings),
-        fix=(
-            f"RLOOTrainer with beta={coef if coef > 0 else 0.05:g} (k1 in the reward, per "
-            "sequence)",
-        ),
+        fix=(f"trl rloo --beta {coef if coef > 0 else 0.05!r}",),
         off_policy_reason="; ".join(reasons),
     )
 

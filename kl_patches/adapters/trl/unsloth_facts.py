@@ -294,7 +294,8 @@ def findings(
                 "setting of unsloth puts the KL in the reward, and its nearest native setting "
                 "(loss_type='dr_grpo' with use_bias_correction_kl=True) still follows "
                 f"{verdict(nearest).gradient}; kl-patches can replace the k3 inside unsloth's "
-                "loss.",
+                "loss: the fix, called after `import unsloth`, runs k2 on the sequence log-ratio "
+                "in unsloth's own loss (reverse_kl: unbiased).",
                 patch_advice(config, resolved),
             )
         )
@@ -306,9 +307,9 @@ def findings(
                     "warning",
                     f"{key} is not set: unsloth {rel} makes it {resolved.get(key)!r} "
                     f"({_default_words(rel, row_key)}, {_source('unsloth', row_key, rel)}) where "
-                    f"TRL {trl_version} alone would use {settings.get(key)!r}.",
-                    f"set {key}={resolved.get(key)!r} explicitly (the same run under unsloth and "
-                    "TRL, and across unsloth releases)",
+                    f"TRL {trl_version} alone would use {settings.get(key)!r}. Set it "
+                    "explicitly: the same run under unsloth and TRL, and across unsloth releases.",
+                    f"{key}={resolved.get(key)}",
                 )
             )
     f = facts("unsloth", rel)
@@ -321,7 +322,7 @@ def findings(
                 f"unsloth {rel} sets beta=0.0 whenever loss_type='dapo' "
                 f"({_source('unsloth', 'grpo.dapo_forces_beta_zero', rel)}): the beta of "
                 f"{settings.get('beta')!r} is dropped and the run has no KL.",
-                "unsloth >= 2025.11.4 keeps beta under dapo, or loss_type='bnpo'",
+                "pip install 'unsloth>=2025.11.4' or loss_type=bnpo",
             )
         )
     if (
@@ -336,7 +337,7 @@ def findings(
                 f"use_bias_correction_kl=True is ignored by unsloth_zoo {zrel} "
                 f"({_source('unsloth_zoo', 'grpo.bias_correction_read', zrel)}): its k3 is not "
                 "multiplied by pi/pi_old, unlike TRL's with the same config.",
-                "unsloth_zoo >= 2026.9.3 reads it",
+                "pip install 'unsloth_zoo>=2026.9.3'",
             )
         )
     pin = trl_pin(rel)
@@ -372,10 +373,10 @@ def patch_advice(config: KLConfig, settings: dict[str, object]) -> str:
     unbiased = KLConfig(
         estimator="k2", placement="loss", coef=coef, granularity="sequence", loss_aggregation="sum"
     )
+    assert verdict(unbiased).unbiased  # the advice is the unbiased loss-side setting
     return (
         "kl_patches.adapters.trl.unsloth.apply(KLConfig.parse('k2-in-loss', "
-        f"granularity='sequence', coef={coef:g})) after `import unsloth` "
-        f"({verdict(unbiased).gradient}: unbiased; replaces unsloth's k3 inside its own loss)"
+        f"granularity='sequence', coef={coef!r}))"
     )
 
 

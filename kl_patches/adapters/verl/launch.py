@@ -427,11 +427,7 @@ def updates_of(overrides: list[str]) -> Updates:
         values["data.train_batch_size"],
         values["ppo_epochs"],
     )
-    how = (
-        f"ppo_mini_batch_size = data.train_batch_size ({batch}) and ppo_epochs=1"
-        if batch is not None
-        else ""
-    )
+    how = f"{ACTOR}ppo_mini_batch_size={batch} {ACTOR}ppo_epochs=1" if batch is not None else ""
     reasons: list[str] = []
     if mini is not None and batch is not None and mini < batch:
         reasons.append(

@@ -20,6 +20,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from kl_patches.adapters.base import Finding, LaunchPayload, NativeReading
+from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command
 from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 
@@ -359,8 +360,8 @@ def _check_keys(
                     f"{config}.yaml does not have and {nxt.release}'s does: the verl that runs "
                     f"is newer code than {sem.version} (a vendored copy or a branch snapshot; "
                     f"verl's main branch kept the version file at 0.1 until the 0.2 release), "
-                    f"so it is read with the semantics of {nxt.release}.",
-                    f"if you really run verl {sem.version}, it refuses these overrides",
+                    f"so it is read with the semantics of {nxt.release} (a verl "
+                    f"{sem.version} would refuse these overrides).",
                 )
             )
             sem = dataclasses.replace(nxt, version=sem.version)
@@ -374,8 +375,8 @@ def _check_keys(
                 "error",
                 f"verl {sem.version} refuses this launch: Hydra composes {config or 'the'} "
                 f"config in strict mode and {shown}{more}. The reading leaves the refused "
-                "overrides out (what runs once they are deleted).",
-                "delete them (or write ++key=value to add a key the config lacks)",
+                "overrides out (what runs once they are deleted). Delete them, or write "
+                "++key=value to add a key the config lacks.",
             )
         )
     drop = {i for i, _, _ in refused}
@@ -409,7 +410,7 @@ def _version_findings(
                 "error",
                 f"{module} is not in verl {sem.release}: the launch fails to start "
                 "(No module named ...).",
-                "verl.trainer.main_ppo",
+                f"python -m verl.trainer.main_ppo {LAUNCH_ARGUMENTS['verl']}",
             )
         )
     if version_file:
@@ -421,8 +422,8 @@ def _version_findings(
                     "error",
                     f"This vendored verl maximises the KL loss ({bug}: policy_loss - kl_loss * "
                     "coef, verl's main branch from 2025-01-23 to 2025-02-01, fixed by PR #179): "
-                    "use_kl_loss pushes the policy away from the reference.",
-                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef",
+                    "use_kl_loss pushes the policy away from the reference. Fix the line to "
+                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef.",
                 )
             )
     return out
@@ -649,9 +650,10 @@ def _entry_findings(
                 "error",
                 f"{entry} never applies the reward-side KL ({trainer_facts.source}): "
                 "algorithm.use_kl_in_reward only makes it build and run the reference model; "
-                "the advantage is computed from the task reward alone.",
-                fix="actor_rollout_ref.actor.use_kl_loss=True with the KL you want in the loss, "
-                "or verl.trainer.main_ppo",
+                "the advantage is computed from the task reward alone. verl.trainer.main_ppo "
+                "applies it (or put the KL in the loss: use_kl_loss with the estimator you "
+                "want).",
+                fix=f"python -m verl.trainer.main_ppo {LAUNCH_ARGUMENTS['verl']}",
             )
         )
     if loss.on and not trainer_facts.loss_kl:
@@ -773,8 +775,9 @@ def _findings(
                 "error",
                 "adv_estimator=gdpo rebuilds its scores from algorithm.gdpo_reward_keys and "
                 "ignores token_level_rewards, so the KL subtracted by use_kl_in_reward never "
-                "reaches the advantage: training runs without the reward KL.",
-                fix="algorithm.adv_estimator=grpo (or rloo) with the same KL overrides",
+                "reaches the advantage: training runs without the reward KL. Keep the KL "
+                "overrides and change the estimator.",
+                fix="algorithm.adv_estimator=grpo or algorithm.adv_estimator=rloo",
             )
         )
     multi_turn = bool(s["actor_rollout_ref.rollout.multi_turn.enable"])
@@ -787,8 +790,9 @@ def _findings(
                 "output of each trajectory only and broadcasts it (v1/utils.py:148), so the "
                 "reward KL reaches the advantage through each trajectory's final output only: "
                 "that of its earlier outputs is dropped. The reading keeps the reward side as "
-                "set (it is what the final output gets).",
-                fix="algorithm.adv_estimator=rloo, or one output per trajectory",
+                "set (it is what the final output gets). RLOO, or one output per trajectory, "
+                "keeps every output's reward KL.",
+                fix="algorithm.adv_estimator=rloo",
             )
         )
     if reward.on and loss.on and "k3" in (reward.estimator, _value_estimator(loss.name)):
@@ -851,14 +855,24 @@ def _findings(
                     "one coefficient."
                     if loss.on
                     else "."
+                )
+                + (
+                    " grpo_vectorized is not passed norm_adv_by_std_in_grpo: it always divides "
+                    "by the std (the fix switches to grpo)."
+                    if vectorized
+                    else ""
                 ),
                 fix=(
-                    "algorithm.adv_estimator=grpo with algorithm.norm_adv_by_std_in_grpo=False "
-                    "(grpo_vectorized is not passed that flag: it always divides by the std)"
+                    "algorithm.adv_estimator=grpo algorithm.norm_adv_by_std_in_grpo=False"
                     if vectorized
                     else "algorithm.norm_adv_by_std_in_grpo=False"
                 )
-                + ", or kl-patches' kl_outside_std patch",
+                + " or "
+                + launcher_command(
+                    "verl",
+                    KLConfig.parse("k1-in-reward", coef=reward.coef),
+                    options="--kl.outside_std",
+                ),
             )
         )
     if reward.on and str(s["algorithm.kl_ctrl.type"]) == "adaptive":
@@ -884,7 +898,7 @@ def _findings(
         )
     if loss.on:
         weighted = config.importance_weighting != "none"
-        out += _loss_findings(s, loss.name, off_policy and not weighted)
+        out += _loss_findings(s, loss.name, off_policy and not weighted, loss.coef)
     native_k3 = config.estimator == "k3" and MARKER not in (reward.name, loss.name)
     if native_k3 and config.placement != "none":
         log_clamp, value_clamp = sem.k3_clamps
@@ -915,7 +929,9 @@ def _value_estimator(name: str) -> str | None:
     return VERL_ESTIMATORS.get(name.removesuffix("+"))
 
 
-def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Finding]:
+def _loss_findings(
+    s: dict[str, Any], name: str, off_policy: bool, coef: float = 0.0
+) -> list[Finding]:
     out: list[Finding] = []
     # the patch aggregates its KL itself (KLConfig.loss_aggregation): loss_agg_mode is then the
     # policy loss's alone
@@ -960,13 +976,30 @@ def _loss_findings(s: dict[str, Any], name: str, off_policy: bool) -> list[Findi
                 f"ppo_epochs={epochs} and ppo_mini_batch_size={mini} < data.train_batch_size="
                 f"{s['data.train_batch_size']} give several updates per batch, but verl's loss KL "
                 "has no importance weight pi/pi_old: after the first update it is evaluated on "
-                "samples from an older policy.",
-                fix="kl-patches --kl k1-in-reward --kl.importance_weighting sequence (the "
-                "reverse-KL gradient off-policy), or importance_weighting='token' (this "
-                f"estimator, each token reweighted), or {ACTOR}ppo_mini_batch_size="
-                f"<data.train_batch_size> {ACTOR}ppo_epochs=1",
+                "samples from an older policy. Fixes: k1 in the reward with sequence weights "
+                "(the reverse-KL gradient off-policy), this estimator with each token "
+                "reweighted, or one update per batch.",
+                fix=" or ".join(_off_policy_fixes(s, name, coef)),
             )
         )
+    return out
+
+
+def _off_policy_fixes(s: dict[str, Any], name: str, coef: float) -> list[str]:
+    """The commands and overrides that make the loss-side KL right off-policy: kl-patches' k1
+    in the reward with sequence weights, this estimator with token weights, one update per
+    batch (when the batch size is a number)."""
+    k1 = KLConfig.parse("k1-in-reward", coef=_scale(s), importance_weighting="sequence")
+    out = [launcher_command("verl", k1)]
+    estimator = _value_estimator(name)
+    if estimator is not None and coef > 0:
+        own = KLConfig(
+            estimator=estimator, placement="loss", coef=coef, importance_weighting="token"
+        )
+        out.append(launcher_command("verl", own))
+    batch = s["data.train_batch_size"]
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        out.append(f"{ACTOR}ppo_mini_batch_size={batch} {ACTOR}ppo_epochs=1")
     return out
 
 

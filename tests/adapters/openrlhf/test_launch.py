@@ -143,7 +143,7 @@ def test_the_report_says_whether_this_run_is_off_policy_and_why(
         "updates:      off-policy: 4 optimiser steps per rollout batch (rollout.batch_size" in err
     )
     assert "for these off-policy updates" in err and "On-policy:" not in err
-    assert "Or make the run on-policy (--train.batch_size 128 (rollout.batch_size x" in err
+    assert "Or make the run on-policy (--train.batch_size 128 --train.max_epochs 1)" in err
     assert main([*base, "--rollout.n_samples_per_prompt", "8"]) == 0
     err = capsys.readouterr().err
     assert "updates:      on-policy: rollout.batch_size 16 x n_samples_per_prompt 8" in err

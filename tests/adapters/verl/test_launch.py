@@ -146,7 +146,7 @@ def test_the_report_says_whether_this_run_is_off_policy_and_why(
         "(verl's default): 4 updates per batch"
     ) in err
     assert "for these off-policy updates" in err and "On-policy:" not in err
-    assert "Or make the run on-policy (ppo_mini_batch_size = data.train_batch_size (1024)" in err
+    assert "Or make the run on-policy (actor_rollout_ref.actor.ppo_mini_batch_size=1024 " in err
     assert launch.main([*base, "data.train_batch_size=null"]) == 0
     err = capsys.readouterr().err
     assert "updates:      unknown: data.train_batch_size=null: not a number" in err

@@ -103,6 +103,12 @@ def test_off_policy_fix_names_the_prefix_weighted_k1_in_reward() -> None:
         if f.code == "verl.off_policy_loss_kl"
     ]
     assert finding.fix is not None
-    assert finding.fix.startswith("kl-patches --kl k1-in-reward --kl.importance_weighting sequence")
+    from kl_patches.adapters.verl.launch import overrides_of
+
+    first = finding.fix.split(" or ")[0]
+    assert first.startswith("kl-patches verl --kl k1-in-reward --kl.coef 0.1 ")
+    assert "--kl.importance_weighting sequence -- " in first
     fixed = KLConfig.parse("k1-in-reward", coef=0.1, importance_weighting="sequence")
+    words = first.split()[2:]
+    assert overrides_of(words[: words.index("--") + 1]) == kv.to_overrides(fixed)
     assert "verl.off_policy_loss_kl" not in codes(kv.read(kv.to_overrides(fixed)))

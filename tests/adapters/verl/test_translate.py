@@ -152,7 +152,7 @@ def test_kl_outside_std_validation() -> None:
         "algorithm.norm_adv_by_std_in_grpo=False",
     ]
     found = {f.code: f for f in kv.read(vectorized).findings}
-    assert "grpo_vectorized is not passed" in found["verl.std_scaled_kl"].fix
+    assert "grpo_vectorized is not passed" in found["verl.std_scaled_kl"].message
     assert {"verl.kl_patches_patch"} == codes(
         kv.read([*overrides, "algorithm.adv_estimator=grpo_vectorized"])
     )
