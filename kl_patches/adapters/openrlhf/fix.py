@@ -1,0 +1,105 @@
+"""OpenRLHF's changes for the audit's fix model (:mod:`kl_patches.audit.fix.plan`).
+
+k1 in the reward at the launch's coefficient, in the flags of the launch's release: the
+adapter's own native fix (:attr:`NativeReading.fix`: ``--init_kl_coef C --kl_estimator k1`` or
+the dotted ``--algo.kl.*`` flags from 0.10.2, ``(remove --use_kl_loss)``), plus removing the
+pre-0.6.2 ``--use_kl_estimator_k3`` switch. Flags a release refuses are renamed where the
+adapter knows the new name (:func:`kl_patches.adapters.openrlhf.translate.renames`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kl_patches.audit.fix.change import Change
+from kl_patches.audit.fix.payload import flag_name, flag_span
+from kl_patches.audit.model import AuditEntry, AuditFinding, AuditInput
+from kl_patches.config import KLConfig
+
+LAUNCHER = "kl_patches.openrlhf"
+
+
+def user_choices(entry: AuditEntry) -> dict[str, str]:
+    """OpenRLHF has no finding only the user can settle."""
+    return {}
+
+
+def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
+    """OpenRLHF's KL is off only with a zero coefficient: no KL was meant."""
+    return None
+
+
+def _present(inp: AuditInput) -> dict[str, str]:
+    argv = [str(w) for w in inp.payload] if isinstance(inp.payload, list) else []
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        n = flag_span(argv, i)
+        if argv[i].startswith("--"):
+            word = argv[i]
+            out[flag_name(word)] = word.split("=", 1)[1] if "=" in word else (
+                argv[i + 1] if n == 2 else "")  # fmt: skip
+        i += n
+    return out
+
+
+def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
+    """The adapter's native fix as changes (only flags whose value differs)."""
+    present = _present(inp)
+    why = ",".join(sorted({f.code for f in entry.findings if f.severity != "info"})) or "kl"
+    words = " ".join(entry.reading.fix or ())
+    out: list[Change] = []
+    for name in re.findall(r"\(remove (--[\w.]+)\)", words):
+        if name in present:
+            out.append(Change("unset", "argparse", name, reason=why))
+    words = re.sub(r"\([^)]*\)", "", words).split()
+    i = 0
+    while i < len(words):
+        flag = words[i]
+        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
+        i += 2 if value else 1
+        if "coef" in flag:
+            value = f"{coef:g}"
+        if flag in present and (present[flag] == value or _eq(present[flag], value)):
+            continue
+        out.append(Change("set", "argparse", flag, value, reason=why))
+    if "--use_kl_estimator_k3" in present:
+        out.append(Change("unset", "argparse", "--use_kl_estimator_k3", reason=why))
+    return out
+
+
+def _eq(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
+    """Renames of flags the release refuses under their old or new name."""
+    if not finding.code.endswith("_rejected"):
+        return []
+    from kl_patches.adapters.openrlhf.translate import renames
+
+    out = []
+    for text in renames(inp.payload, entry.library_version or ""):
+        old, _, new = text.partition(" -> ")
+        if " " in new:  # --use_kl_estimator_k3 -> --algo.kl.estimator k3: k1 is the fix
+            out.append(Change("unset", "argparse", old, reason=finding.code))
+        else:
+            out.append(Change("rename", "argparse", old, new_key=new, reason=finding.code))
+    return out
+
+
+def drop_refused(changes: list[Change], after: AuditEntry) -> tuple[list[Change], bool]:
+    """OpenRLHF's fix flags come from the release's own spelling: nothing to drop."""
+    return changes, False
+
+
+def patched(
+    entry: AuditEntry, inp: AuditInput, coef: float
+) -> tuple[list[Change], KLConfig | None]:
+    """The launch through kl-patches' OpenRLHF launcher: k1 in the reward at ``coef``."""
+    kl = KLConfig(estimator="k1", placement="reward", coef=coef)
+    value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}"
+    return [Change("entry_point", "argparse", "openrlhf.cli.train_ppo_ray", value)], kl

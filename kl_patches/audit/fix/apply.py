@@ -1,0 +1,231 @@
+"""Fix one launch file: plan every launch (:mod:`.plan`), edit the text with the writer of the
+file's format, re-audit the edited text, and give the unified diff.
+
+Writers: bash (:mod:`.shell_edit`, also the ``run:`` block of a cluster YAML), YAML
+(:mod:`.yaml_edit`), Python (``kl_patches.audit.fix.python_edit.apply_python`` where it is
+installed; otherwise a Python file is reported as not supported yet). The edited text is
+re-audited exactly as the file would be (same path, so configs and pins next to it are read);
+a launch whose re-audit is not clean makes the whole file unfixed, with the reason, and nothing
+is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kl_patches.adapters.files import read_file
+from kl_patches.audit.fix.change import ChangeSet
+from kl_patches.audit.fix.plan import Plan, blocking, plan_launch, producer
+from kl_patches.audit.fix.shell_edit import EditError, apply_shell
+from kl_patches.audit.fix.yaml_edit import apply_yaml
+from kl_patches.audit.inputs import inputs_from_source
+from kl_patches.audit.model import AuditEntry, AuditError, InputError
+from kl_patches.audit.run import audit_input
+
+__all__ = ["FileFix", "diff", "fix_file", "write_fix"]
+
+
+@dataclass
+class FileFix:
+    """The fix of one file."""
+
+    path: str
+    """The file."""
+    text: str
+    """Its text as read."""
+    new_text: str
+    """The edited text (``text`` when nothing is changed)."""
+    plans: list[Plan] = field(default_factory=list)
+    """One plan per launch, in the file's order."""
+    after: list[AuditEntry] = field(default_factory=list)
+    """The re-audit of ``new_text``."""
+    problems: list[str] = field(default_factory=list)
+    """Why the file is not (fully) fixed; empty when every planned change was verified."""
+
+    @property
+    def changed(self) -> bool:
+        """True when the fix edits the file."""
+        return self.new_text != self.text
+
+    @property
+    def label(self) -> str:
+        """``native`` when every change set is native, else ``with kl-patches``."""
+        labels = {p.changes.label for p in self.plans if p.changes is not None}
+        return "with kl-patches" if "with kl-patches" in labels else "native"
+
+
+def diff(fix: FileFix) -> str:
+    """The unified diff of ``fix`` (``a/PATH`` -> ``b/PATH``)."""
+    return "".join(
+        difflib.unified_diff(
+            fix.text.splitlines(keepends=True),
+            fix.new_text.splitlines(keepends=True),
+            f"a/{fix.path.lstrip('/')}",
+            f"b/{fix.path.lstrip('/')}",
+        )
+    )
+
+
+def _kind(path: Path, text: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return "cluster" if "\nrun:" in "\n" + text else "yaml"
+    if suffix == ".py":
+        return "python"
+    return "shell"
+
+
+def _line_of(origin: str, path: Path) -> int | None:
+    where, _, line = origin.rpartition(":")
+    if not line.isdigit():
+        return None
+    if where and Path(where).resolve() != path.resolve():
+        return None
+    return int(line)
+
+
+def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
+    todo = [p for p in plans if p.changes is not None]
+    if kind == "yaml":
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            new = apply_yaml(new, [c for c in p.changes.changes if c.action != "entry_point"])
+        return new
+    if kind == "python":
+        try:
+            from kl_patches.audit.fix.python_edit import apply_python  # type: ignore[import-not-found]
+        except ImportError as err:
+            raise EditError("fixing a Python file is not supported yet") from err
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            new = apply_python(new, p.changes.changes)
+        return str(new)
+    located = []
+    for p in todo:
+        line = _line_of(p.entry.origin, path)
+        if line is None:
+            raise EditError(
+                f"the launch {p.entry.origin} is not written in this file (a sourced script?); "
+                "fix it there"
+            )
+        located.append((line, p))
+    new = text
+    for line, p in sorted(located, key=lambda x: -x[0]):
+        assert p.changes is not None
+        new = apply_shell(new, line, p.changes.changes)
+    return new
+
+
+def fix_file(
+    path: str | Path,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    versions: dict[str, str] | None = None,
+) -> FileFix:
+    """Plan, edit and re-audit one file (nothing is written; see :func:`write_fix`)."""
+    p = Path(path)
+    try:
+        text = read_file(p).text
+        inputs = [
+            dataclasses.replace(i, path=str(p))
+            for i in inputs_from_source(text, str(p), p, library, variables)
+        ]
+    except (InputError, ValueError) as err:
+        raise AuditError(str(err)) from err
+    plans: list[Plan] = []
+    for inp in inputs:
+        if inp.kind == "unreadable":
+            continue
+        entry = audit_input(inp, versions=versions)
+        plans.append(plan_launch(inp, entry, versions))
+    fix = FileFix(str(path), text, text, plans)
+    for plan in plans:
+        if plan.changes is None and plan.why and not plan.why.startswith(("nothing", "no KL")):
+            fix.problems.append(f"{plan.entry.origin}: {plan.why}")
+    if not any(pl.changes for pl in plans):
+        return fix
+    try:
+        new = _edit(p, text, _kind(p, text), plans)
+    except EditError as err:
+        fix.problems.append(str(err))
+        return fix
+    try:
+        after = [
+            audit_input(dataclasses.replace(i, path=str(p)), versions=versions)
+            for i in inputs_from_source(new, str(p), p, library, variables)
+            if i.kind != "unreadable"
+        ]
+    except (AuditError, InputError, ValueError) as err:
+        fix.problems.append(f"the edited file cannot be read: {err}")
+        return fix
+    if len(after) != len(plans):
+        fix.problems.append(
+            f"the edited file has {len(after)} launch(es), the file {len(plans)}: not written"
+        )
+        return fix
+    for plan, entry in zip(plans, after, strict=True):
+        if plan.changes is None:
+            continue
+        allowed = frozenset(producer(entry.reading.library).user_choices(entry))
+        left = blocking(entry, allowed)
+        if left:
+            fix.problems.append(
+                f"{plan.entry.origin}: after the edit the audit still reports "
+                + "; ".join(f"{f.code} ({f.severity})" for f in left)
+                + ": not written"
+            )
+    fix.after = after
+    if not fix.problems or all(not _ours(x) for x in fix.problems):
+        fix.new_text = new
+    return fix
+
+
+def _ours(problem: str) -> bool:
+    """True for a problem found after the edit (the edit is then not written)."""
+    return problem.endswith(": not written") or "edited file" in problem
+
+
+def write_fix(fix: FileFix, backup: bool = True) -> str | None:
+    """Write ``fix.new_text`` to the file (``FILE.orig`` first unless ``backup`` is False);
+    the backup's path, or None."""
+    if not fix.changed:
+        return None
+    saved = None
+    if backup:
+        saved = fix.path + ".orig"
+        shutil.copy2(fix.path, saved)
+    mode = os.stat(fix.path).st_mode
+    Path(fix.path).write_text(fix.new_text, encoding="utf-8")
+    os.chmod(fix.path, mode)
+    return saved
+
+
+def summary(fix: FileFix) -> list[str]:
+    """One line per launch: its label and changes, or why it is left as it is."""
+    out = []
+    for plan in fix.plans:
+        cs: ChangeSet | None = plan.changes
+        if cs is None:
+            out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
+            continue
+        words = ", ".join(
+            f"{c.action} {c.key}" + (f"={c.value}" if c.value is not None else "")
+            + (f" -> {c.new_key}" if c.new_key else "")
+            for c in cs.changes
+        )
+        out.append(f"{plan.entry.origin}: {cs.label}: {words}")
+        out += [f"  your choice: {u}" for u in cs.user_choices]
+        if any(c.action == "entry_point" for c in cs.changes) and _kind_yaml(fix):
+            out.append("  run it with the kl-patches launcher (kl-patches trl grpo --config FILE)")
+    return out
+
+
+def _kind_yaml(fix: FileFix) -> bool:
+    return fix.path.endswith((".yaml", ".yml"))
