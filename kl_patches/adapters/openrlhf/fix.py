@@ -100,6 +100,18 @@ def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
     """The launch through kl-patches' OpenRLHF launcher: k1 in the reward at ``coef``."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from kl_patches import adapters
+
+    try:
+        ok = Version(entry.library_version or "0").base_version in SpecifierSet(
+            adapters.get("openrlhf").support.supported)
+    except InvalidVersion:
+        ok = False
+    if not ok:
+        return [], None
     kl = KLConfig(estimator="k1", placement="reward", coef=coef)
     value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}"
     return [Change("entry_point", "argparse", "openrlhf.cli.train_ppo_ray", value)], kl

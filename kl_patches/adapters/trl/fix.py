@@ -87,7 +87,7 @@ def patched(
         Change("set", "trl", "beta", "0.0", reason="kl"),
         Change("set", "trl", "scale_rewards", "none", reason="kl"),
     ]
-    if isinstance(inp.payload, dict):
+    if inp.kind == "yaml":
         out += [
             Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),
             Change("set", "trl", "kl.coef", f"{coef:g}", reason="kl"),

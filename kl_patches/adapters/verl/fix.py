@@ -120,6 +120,24 @@ def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
     """The launch through kl-patches' verl launcher: k1 in the reward at ``coef``."""
+    if not supported(entry.library_version):
+        return [], None
     kl = KLConfig(estimator="k1", placement="reward", coef=coef)
-    value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}"
+    std = " --kl.outside_std" if str(entry.reading.settings.get("algorithm.adv_estimator")) in (
+        "grpo", "grpo_vectorized") else ""  # fmt: skip
+    value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}{std} --"
     return [Change("entry_point", "hydra", "verl.trainer.main_ppo", value, reason="kl")], kl
+
+
+def supported(version: str | None) -> bool:
+    """True when kl-patches' verl patch accepts ``version`` (its support range)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from kl_patches import adapters
+
+    try:
+        return Version(version or "0").base_version in SpecifierSet(
+            adapters.get("verl").support.supported)
+    except InvalidVersion:
+        return False

@@ -49,6 +49,7 @@ NOT_KL = frozenset(
         F.NOT_REFERENCE_KL,
         F.CONFIG_NOT_FOUND,
         F.IGNORED_KL_KEY,
+        F.VERSION_FROM_NAMES,
     }
 )
 """Warning codes about the launch file itself, not about the KL it runs: a KL fix leaves them
@@ -82,7 +83,7 @@ def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[A
         and (f.severity == "error" or (f.severity == "warning" and f.code not in NOT_KL))
     ]
     if entry.status == "biased" and not out:
-        out.append(AuditFinding("biased", "warning", f"the verdict is {entry.verdict.name}"))
+        out.append(AuditFinding("biased", "warning", f"the verdict is biased: {entry.verdict.gradient}"))
     return out
 
 
@@ -146,18 +147,27 @@ def plan_launch(
                 return Plan(entry, None, why="no KL, and none meant (" + left[0].code + ")")
             return Plan(entry, None, why=_left_text(left))
     changes = lib.changes(entry, inp, coef)
+    missing: dict[str, str] = {}
     after: AuditEntry | None = None
     left: list[AuditFinding] = []
     try:
         for _ in range(MAX_ROUNDS):
             after = _reaudit(inp, changes, versions, None)
-            changes, dropped = lib.drop_refused(changes, after)
-            if dropped:
+            kept, _ = lib.drop_refused(changes, after)
+            if kept != changes:
+                for c in changes:
+                    if c not in kept and c.reason.startswith(inp.library + "."):
+                        missing[c.reason] = (
+                            f"{inp.library} {entry.library_version} has no {c.key} (the fix of "
+                            f"{c.reason}): upgrade {inp.library}, or keep it as it is"
+                        )
+                changes = kept
                 after = _reaudit(inp, changes, versions, None)
+            allowed = allowed | frozenset(missing)
             left = blocking(after, allowed | frozenset(lib.user_choices(after)))
             if not left:
-                return _done(entry, changes, "native", after, lib, allowed)
-            more = [c for f in left for c in lib.followup(f, after, inp)]
+                return _done(entry, changes, "native", after, lib, missing)
+            more = [c for f in left for c in lib.followup(f, after, inp) if c.reason not in missing]
             new = merge(changes, more)
             if new == changes:
                 break
@@ -167,7 +177,7 @@ def plan_launch(
             after = _reaudit(inp, kl_changes, versions, kl)
             left2 = blocking(after, allowed | frozenset(lib.user_choices(after)))
             if not left2:
-                return _done(entry, kl_changes, "with kl-patches", after, lib, allowed)
+                return _done(entry, kl_changes, "with kl-patches", after, lib, {})
             left = left2
     except AuditError as err:
         return Plan(entry, None, why=f"the changed launch cannot be read: {err}")
@@ -186,9 +196,9 @@ def _done(
     label: str,
     after: AuditEntry,
     lib: Any,
-    allowed: frozenset[str],
+    missing: dict[str, str],
 ) -> Plan:
-    texts = dict(lib.user_choices(entry)) | dict(lib.user_choices(after))
+    texts = dict(lib.user_choices(entry)) | dict(lib.user_choices(after)) | missing
     return Plan(
         entry,
         ChangeSet(tuple(changes), label, tuple(texts.values())),
