@@ -157,10 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     p.add_argument("--timeout", type=float, default=180.0)
     p.add_argument("--no-parser", action="store_true")
+    p.add_argument("--shard", default="1/1", help="K/N: every N-th file from the K-th")
     p.add_argument("--audit", default=None, help="the audit command (default: kl-patches here)")
     args = p.parse_args(argv)
     doc = yaml.safe_load(args.files.read_text())
     items = [x for x in doc["files"] if not args.only or x["id"] in args.only]
+    k, n = (int(x) for x in args.shard.split("/"))
+    items = items[k - 1 :: n]
     audit = args.audit.split() if args.audit else [sys.executable, "-m", "kl_patches", "audit"]
     results = []
     for item in items:

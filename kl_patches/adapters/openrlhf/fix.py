@@ -52,11 +52,11 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
     for name in re.findall(r"\(remove (--[\w.]+)\)", words):
         if name in present:
             out.append(Change("unset", "argparse", name, reason=why))
-    words = re.sub(r"\([^)]*\)", "", words).split()
+    tokens = re.sub(r"\([^)]*\)", "", words).split()
     i = 0
-    while i < len(words):
-        flag = words[i]
-        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
+    while i < len(tokens):
+        flag = tokens[i]
+        value = tokens[i + 1] if i + 1 < len(tokens) and not tokens[i + 1].startswith("--") else ""
         i += 2 if value else 1
         if "coef" in flag:
             value = f"{coef:g}"
@@ -107,7 +107,8 @@ def patched(
 
     try:
         ok = Version(entry.library_version or "0").base_version in SpecifierSet(
-            adapters.get("openrlhf").support.supported)
+            adapters.get("openrlhf").support.supported
+        )
     except InvalidVersion:
         ok = False
     if not ok:

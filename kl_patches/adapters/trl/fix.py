@@ -80,8 +80,10 @@ def patched(
     """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release)."""
     if legacy_refusal(entry.library_version, coef) is not None:
         return [], None
-    legacy = entry.library_version is not None and legacy_refusal(
-        entry.library_version, coef) is None and Version(entry.library_version.split("+")[0]) < Version("0.27")  # fmt: skip
+    try:
+        legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")
+    except InvalidVersion:
+        legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
     out = [
         Change("set", "trl", "beta", "0.0", reason="kl"),

@@ -138,6 +138,7 @@ def supported(version: str | None) -> bool:
 
     try:
         return Version(version or "0").base_version in SpecifierSet(
-            adapters.get("verl").support.supported)
+            adapters.get("verl").support.supported
+        )
     except InvalidVersion:
         return False

@@ -173,7 +173,7 @@ def fix_file(
     for plan, entry in zip(plans, after, strict=True):
         if plan.changes is None:
             continue
-        allowed = frozenset(producer(entry.reading.library).user_choices(entry))
+        allowed = plan.allowed | frozenset(producer(entry.reading.library).user_choices(entry))
         left = blocking(entry, allowed)
         if left:
             fix.problems.append(
@@ -216,7 +216,8 @@ def summary(fix: FileFix) -> list[str]:
             out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
             continue
         words = ", ".join(
-            f"{c.action} {c.key}" + (f"={c.value}" if c.value is not None else "")
+            f"{c.action} {c.key}"
+            + (f"={c.value}" if c.value is not None else "")
             + (f" -> {c.new_key}" if c.new_key else "")
             for c in cs.changes
         )

@@ -71,6 +71,9 @@ class Plan:
     """The re-audit of the launch with the changes applied to its payload."""
     why: str = ""
     """Why there is no change set (nothing to fix, no KL meant, what stays unclean)."""
+    allowed: frozenset[str] = frozenset()
+    """Finding codes left to the user (:attr:`ChangeSet.user_choices`): a clean re-audit may
+    still raise them."""
 
 
 def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[AuditFinding]:
@@ -80,11 +83,21 @@ def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[A
         f
         for f in entry.findings
         if f.code not in allowed
-        and (f.severity == "error" or (f.severity == "warning" and f.code not in NOT_KL))
+        and (
+            f.severity == "error"
+            or (f.severity == "warning" and f.code not in NOT_KL and not _about_file(f.code))
+        )
     ]
     if entry.status == "biased" and not out:
-        out.append(AuditFinding("biased", "warning", f"the verdict is biased: {entry.verdict.gradient}"))
+        out.append(
+            AuditFinding("biased", "warning", f"the verdict is biased: {entry.verdict.gradient}")
+        )
     return out
+
+
+def _about_file(code: str) -> bool:
+    """An adapter warning about how the file was read (an entry point assumed), not its KL."""
+    return code.endswith("_assumed")
 
 
 def producer(library: str) -> ModuleType:
@@ -123,9 +136,7 @@ def _coef(entry: AuditEntry) -> float | None:
     return None
 
 
-def plan_launch(
-    inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | None = None
-) -> Plan:
+def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | None = None) -> Plan:
     """The change set for one launch (see the module docstring)."""
     if entry.kind == "unreadable" or entry.reading.trainer == "(unreadable launch)":
         return Plan(entry, None, why="the launch could not be read, so it cannot be fixed")
@@ -135,17 +146,17 @@ def plan_launch(
         return Plan(entry, None, why=f"no fix producer for {inp.library}")
     choices = lib.user_choices(entry)
     allowed = frozenset(choices)
-    if not blocking(entry, allowed):
-        why = "nothing to fix: the audit is clean" if entry.kl_on else "no KL, and none meant"
-        return Plan(entry, None, why=why)
     coef = _coef(entry)
     if coef is None:
         coef = lib.intended_coef(entry, inp)
-        if coef is None:
-            left = blocking(entry, allowed)
-            if all(f.code.endswith("kl_off") for f in left):
-                return Plan(entry, None, why="no KL, and none meant (" + left[0].code + ")")
-            return Plan(entry, None, why=_left_text(left))
+    if coef is None or (entry.kl_on and not blocking(entry, allowed)):
+        now = blocking(entry, allowed)
+        if coef is not None or not now:
+            why = "nothing to fix: the audit is clean" if entry.kl_on else "no KL, and none meant"
+            return Plan(entry, None, why=why)
+        if all(f.code.endswith("kl_off") for f in now):
+            return Plan(entry, None, why="no KL, and none meant (" + now[0].code + ")")
+        return Plan(entry, None, why=_left_text(now))
     changes = lib.changes(entry, inp, coef)
     missing: dict[str, str] = {}
     after: AuditEntry | None = None
@@ -203,4 +214,5 @@ def _done(
         entry,
         ChangeSet(tuple(changes), label, tuple(texts.values())),
         after=after,
+        allowed=frozenset(texts),
     )

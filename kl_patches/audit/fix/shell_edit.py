@@ -118,11 +118,14 @@ def _edit_at(lines: list[str], r: int, m: re.Match[str], change: Change) -> None
                 return
             lines[r] = line[:start] + _quoted_like(old, str(change.value)) + line[end:]
         elif change.action == "rename":
-            lines[r] = line[: m.start(0) + len(m.group(1))] + str(change.new_key) + line[m.start(2):]
+            lines[r] = (
+                line[: m.start(0) + len(m.group(1))] + str(change.new_key) + line[m.start(2) :]
+            )
         else:
             _remove_word(lines, r, m.start(0), m.end(0))
         return
     # a flag: --flag value, --flag=value, or a store-true --flag
+    span: tuple[int, int] | None
     if m.group(2):  # --flag=value
         vm = re.compile(_VALUE).match(line, m.end(0))
         span = (vm.start(1), vm.end(1)) if vm else (m.end(0), m.end(0))
@@ -132,7 +135,7 @@ def _edit_at(lines: list[str], r: int, m: re.Match[str], change: Change) -> None
         new = str(change.new_key)
         if change.namespace == "trl":
             new = f"--{new}"
-        lines[r] = line[: m.start(0)] + new + line[m.end(0) - (1 if m.group(2) else 0):]
+        lines[r] = line[: m.start(0)] + new + line[m.end(0) - (1 if m.group(2) else 0) :]
         return
     if change.action == "unset":
         _remove_word(lines, r, m.start(0), span[1] if span else m.end(0))
@@ -194,7 +197,7 @@ def _append(lines: list[str], first: int, last: int, word: str) -> int:
         indent = re.match(r"\s*", lines[first + 1]).group(0)  # type: ignore[union-attr]
     sep = _continuation(lines[first:last])
     code = _code(prev)
-    comment = prev[len(code):]
+    comment = prev[len(code) :]
     if comment:
         raise EditError("the launch's last line ends with a comment; add the setting by hand")
     lines[last] = prev.rstrip() + sep + "\\"

@@ -56,7 +56,7 @@ def _block_end(lines: list[str], r: int, indent: int) -> int:
         line = lines[end]
         if _meaningful(line):
             width = len(line) - len(line.lstrip(" "))
-            if width <= indent and not line.lstrip().startswith("- ") or width < indent:
+            if (width <= indent and not line.lstrip().startswith("- ")) or width < indent:
                 break
             last = end + 1
         end += 1
