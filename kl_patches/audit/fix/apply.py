@@ -14,14 +14,15 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kl_patches.adapters.files import read_file
-from kl_patches.audit.fix.change import ChangeSet
+from kl_patches.audit.fix.change import Change, ChangeSet
 from kl_patches.audit.fix.plan import Plan, blocking, plan_launch, producer
-from kl_patches.audit.fix.shell_edit import EditError, apply_shell
+from kl_patches.audit.fix.shell_edit import EditError, apply_list, apply_shell
 from kl_patches.audit.fix.yaml_edit import apply_yaml
 from kl_patches.audit.inputs import inputs_from_source
 from kl_patches.audit.model import AuditEntry, AuditError, InputError
@@ -77,16 +78,20 @@ def _kind(path: Path, text: str) -> str:
         return "cluster" if "\nrun:" in "\n" + text else "yaml"
     if suffix == ".py":
         return "python"
+    if suffix == ".json":
+        return "json"
     return "shell"
 
 
 def _line_of(origin: str, path: Path) -> int | None:
-    where, _, line = origin.rpartition(":")
-    if not line.isdigit():
+    """The launch's line in ``path`` from its origin (``path:12``, ``path:12 [if@4=then]``,
+    ``path:4 -> script.py:17``); None when the origin is another file or has no line."""
+    m = re.match(r"^(.*?):(\d+)(?:\s|$)", origin)
+    if m is None:
         return None
-    if where and Path(where).resolve() != path.resolve():
+    if m.group(1) and Path(m.group(1)).resolve() != path.resolve():
         return None
-    return int(line)
+    return int(m.group(2))
 
 
 def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
@@ -107,7 +112,15 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
             assert p.changes is not None
             new = apply_python(new, p.changes.changes)
         return str(new)
-    located = []
+    if kind == "json":
+        raise EditError("fixing a JSON config is not supported yet; edit it by hand")
+    if all(p.entry.kind == "overrides" for p in todo):
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            new = apply_list(new, p.changes.changes)
+        return new
+    located: list[tuple[int, Plan]] = []
     for p in todo:
         line = _line_of(p.entry.origin, path)
         if line is None:
@@ -116,10 +129,18 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
                 "fix it there"
             )
         located.append((line, p))
-    new = text
-    for line, p in sorted(located, key=lambda x: -x[0]):
+    by_line: dict[int, tuple[Change, ...]] = {}
+    for line, p in located:
         assert p.changes is not None
-        new = apply_shell(new, line, p.changes.changes)
+        if line in by_line and by_line[line] != p.changes.changes:
+            raise EditError(
+                f"line {line} starts launches that need different changes (branches or loop "
+                "iterations of one command): fix them by hand"
+            )
+        by_line[line] = p.changes.changes
+    new = text
+    for line in sorted(by_line, reverse=True):
+        new = apply_shell(new, line, by_line[line])
     return new
 
 
@@ -172,6 +193,11 @@ def fix_file(
         return fix
     for plan, entry in zip(plans, after, strict=True):
         if plan.changes is None:
+            if entry.reading.config != plan.entry.reading.config:
+                fix.problems.append(
+                    f"{plan.entry.origin}: the edit also changes this launch's KL, which needs "
+                    "no change (a value shared with another launch): not written"
+                )
             continue
         allowed = plan.allowed | frozenset(producer(entry.reading.library).user_choices(entry))
         left = blocking(entry, allowed)

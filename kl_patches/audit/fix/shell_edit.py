@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from kl_patches.audit.fix.change import Change
 
-__all__ = ["EditError", "apply_shell", "command_lines"]
+__all__ = ["EditError", "apply_list", "apply_shell", "command_lines"]
 
 
 class EditError(ValueError):
@@ -87,6 +87,8 @@ def _set_variable(lines: list[str], var: str, value: str) -> bool:
     r = found[0]
     m = assign.match(lines[r])
     assert m is not None
+    if "$" in m.group(2) or "`" in m.group(2):  # not a literal: edit where it is used
+        return False
     lines[r] = lines[r][: m.end(1)] + _quoted_like(m.group(2), value) + lines[r][m.end(2) :]
     return True
 
@@ -241,20 +243,43 @@ def apply_shell(text: str, line: int, changes: Sequence[Change]) -> str:
 
 
 def _entry_point(lines: list[str], first: int, last: int, change: Change) -> None:
+    words = str(change.value).split()
     for r in range(first, last + 1):
         code = _code(lines[r])
-        m = re.search(r"(-m\s+)([\w.]+)", code)
+        if change.namespace == "trl":  # the trainer word stays right after the launcher
+            m = re.search(r"(?<![\w.-])(-m\s+trl\s+|-m\s+trl\.scripts\.|trl\s+)(grpo|rloo)\b", code)
+            if m:
+                head = "-m kl_patches.trl" if m.group(1).startswith("-m") else "kl-patches trl"
+                launcher = f"{head} {m.group(2)} " + " ".join(words[1:])
+                lines[r] = lines[r][: m.start(0)] + launcher + lines[r][m.end(0) :]
+                return
+            continue
+        m = re.search(r"(-m\s+|--module\s+)([\w.]+)", code)
         if m and ("." in m.group(2) or change.key in m.group(2)):
             lines[r] = lines[r][: m.start(2)] + str(change.value) + lines[r][m.end(2) :]
-            return
-        m = re.search(r"(?<![\w.-])trl(\s+)(grpo|rloo)\b", code)
-        if m and change.namespace == "trl":
-            words = str(change.value).split()
-            launcher = f"kl-patches trl {m.group(2)} " + " ".join(words[1:])
-            lines[r] = lines[r][: m.start(0)] + launcher + lines[r][m.end(0) :]
             return
     raise EditError(
         f"the launch's entry point ({change.key}) is not written as 'python -m MODULE' or "
         "'trl grpo' on its lines: switch it to the kl-patches launcher by hand "
         f"({change.value})"
     )
+
+
+def apply_list(text: str, changes: Sequence[Change]) -> str:
+    """An override or flag list file (one or more per line, no command): each value edited
+    where it is written, a new one appended as a last line."""
+    lines = text.split("\n")
+    for change in changes:
+        if change.action == "entry_point":
+            raise EditError("an overrides file has no entry point to switch; run it with "
+                            f"{change.value}")  # fmt: skip
+        here = _find(lines, range(len(lines)), _pattern(change))
+        if here:
+            r, m = here[-1]
+            _edit_at(lines, r, m, change)
+        elif change.action == "set":
+            end = len(lines)
+            while end > 0 and not lines[end - 1].strip():
+                end -= 1
+            lines.insert(end, _word(change))
+    return "\n".join(lines)
