@@ -82,3 +82,32 @@ def test_a_python_file_without_the_python_writer_is_reported(tmp_path: Path) -> 
     except ImportError:
         assert not fix.changed
         assert any("Python file is not supported yet" in p for p in fix.problems)
+
+
+def test_a_command_shared_with_a_launch_needing_no_change_is_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "grid.sh"
+    path.write_text(
+        "launch() {\n"
+        "    local beta=$1\n"
+        '    trl grpo --model_name_or_path m --beta "$beta" --output_dir o\n'
+        "}\n"
+        "launch 0.04\n"
+        "launch 0\n"
+    )
+    fix = fix_file(path)
+    assert not fix.changed
+    assert any("also changes this launch's KL" in p for p in fix.problems)
+
+
+def test_an_override_list_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "k3.overrides"
+    path.write_text(
+        "algorithm.adv_estimator=rloo\n"
+        "algorithm.use_kl_in_reward=True algorithm.kl_penalty=low_var_kl\n"
+        "algorithm.kl_ctrl.kl_coef=0.001\n"
+    )
+    fix = fix_file(path)
+    assert fix.problems == [] and fix.changed
+    assert "algorithm.use_kl_in_reward=True algorithm.kl_penalty=kl\n" in fix.new_text
+    write_fix(fix, backup=False)
+    assert all(e.status not in ("biased", "error") for e in audit(str(path)))

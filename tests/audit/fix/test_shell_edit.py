@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kl_patches.audit.fix.change import Change
-from kl_patches.audit.fix.shell_edit import EditError, apply_shell
+from kl_patches.audit.fix.shell_edit import EditError, apply_list, apply_shell
 
 SCRIPT = """coef=0.002
 python3 -m verl.trainer.main_ppo \\
@@ -97,3 +97,23 @@ def test_entry_point_switch_and_its_error() -> None:
             1,
             [Change("entry_point", "hydra", "verl.trainer.main_ppo", "x")],
         )
+
+
+def test_an_override_list_file_is_edited_in_place_and_appended() -> None:
+    text = "# comment\na.b=1 c.d=2\ne=3\n"
+    out = apply_list(text, [Change("set", "hydra", "c.d", "5"), Change("set", "hydra", "f", "x")])
+    assert out == "# comment\na.b=1 c.d=5\ne=3\nf=x\n"
+
+
+def test_trl_entry_points_keep_the_trainer_word_first() -> None:
+    change = Change("entry_point", "trl", "trl", "kl_patches.trl --kl k1-in-reward")
+    out = apply_shell("accelerate launch -m trl.scripts.grpo --beta 0.04\n", 1, [change])
+    assert out == "accelerate launch -m kl_patches.trl grpo --kl k1-in-reward --beta 0.04\n"
+    out = apply_shell("trl rloo --beta 0.04\n", 1, [change])
+    assert out == "kl-patches trl rloo --kl k1-in-reward --beta 0.04\n"
+
+
+def test_a_variable_assigned_from_another_is_replaced_where_used() -> None:
+    text = 'f() {\n  local b=$1\n  trl grpo --beta "$b"\n}\nf 0.04\n'
+    out = apply_shell(text, 3, [Change("set", "trl", "beta", "0.0")])
+    assert "local b=$1" in out and '--beta "0.0"' in out
