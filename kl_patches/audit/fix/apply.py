@@ -132,7 +132,7 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
     by_line: dict[int, tuple[Change, ...]] = {}
     for line, p in located:
         assert p.changes is not None
-        if line in by_line and by_line[line] != p.changes.changes:
+        if line in by_line and _edits(by_line[line]) != _edits(p.changes.changes):
             raise EditError(
                 f"line {line} starts launches that need different changes (branches or loop "
                 "iterations of one command): fix them by hand"
@@ -142,6 +142,11 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
     for line in sorted(by_line, reverse=True):
         new = apply_shell(new, line, by_line[line])
     return new
+
+
+def _edits(changes: tuple[Change, ...]) -> set[tuple[str, str, str | None, str | None]]:
+    """What a change set edits (the reasons aside)."""
+    return {(c.action, c.key, c.value, c.new_key) for c in changes}
 
 
 def fix_file(
