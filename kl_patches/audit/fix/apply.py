@@ -19,6 +19,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kl_patches import adapters
 from kl_patches.adapters.files import read_file
 from kl_patches.audit.fix.change import Change, ChangeSet
 from kl_patches.audit.fix.plan import Plan, blocking, plan_launch, producer
@@ -254,10 +255,11 @@ def summary(fix: FileFix) -> list[str]:
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")
         out += [f"  your choice: {u}" for u in cs.user_choices]
-        if any(c.action == "entry_point" for c in cs.changes) and _kind_yaml(fix):
-            out.append("  run it with the kl-patches launcher (kl-patches trl grpo --config FILE)")
+        if cs.label == "with kl-patches" and not any(c.action == "entry_point" for c in cs.changes):
+            launcher = adapters.get(plan.entry.reading.library).launchers[0]
+            subs = launcher.subcommands
+            sub = next((w for w in subs if w in plan.entry.reading.trainer.lower()), subs[0:1])
+            words = " ".join(["kl-patches", launcher.command, *([sub] if isinstance(sub, str)
+                              else sub), "--config", fix.path])  # fmt: skip
+            out.append(f"  run it with the kl-patches launcher: {words}")
     return out
-
-
-def _kind_yaml(fix: FileFix) -> bool:
-    return fix.path.endswith((".yaml", ".yml"))

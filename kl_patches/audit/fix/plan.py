@@ -214,7 +214,7 @@ def _done(
     lib: Any,
     missing: dict[str, str],
 ) -> Plan:
-    texts = dict(lib.user_choices(entry)) | dict(lib.user_choices(after)) | missing
+    texts = dict(lib.user_choices(after)) | missing
     return Plan(
         entry,
         ChangeSet(tuple(changes), label, tuple(texts.values())),
