@@ -115,4 +115,21 @@ def patched(
         return [], None
     kl = KLConfig(estimator="k1", placement="reward", coef=coef)
     value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}"
-    return [Change("entry_point", "argparse", "openrlhf.cli.train_ppo_ray", value)], kl
+    out = [Change("entry_point", "argparse", "openrlhf.cli.train_ppo_ray", value)]
+    # the launcher refuses KL flags that disagree with --kl: the launch's own set to its values
+    present = _present(inp)
+    from kl_patches.adapters.openrlhf.translate import to_args
+
+    try:
+        words = to_args(kl, version=entry.library_version or "")
+    except ValueError:
+        words = to_args(kl)
+    for i, word in enumerate(words):
+        if word.startswith("--") and word in present:
+            val = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
+            if not (present[word] == val or _eq(present[word], val)):
+                out.append(Change("set", "argparse", word, val, reason="kl"))
+    for name in ("--use_kl_loss", "--algo.kl.use_loss", "--use_kl_estimator_k3"):
+        if name in present:
+            out.append(Change("unset", "argparse", name, reason="kl"))
+    return out, kl

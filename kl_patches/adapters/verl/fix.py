@@ -12,6 +12,7 @@ kl-patches launcher, which keeps the KL outside the std.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kl_patches.audit.fix.change import Change
@@ -53,8 +54,17 @@ def user_choices(entry: AuditEntry) -> dict[str, str]:
 
 
 def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
-    """The coefficient a launch with no KL writes under its switched-off placements."""
+    """The coefficient a launch with no KL writes: under its switched-off placements, or
+    under a switch it turns on whose KL the trainer drops (a recipe entry)."""
     written = _written(inp)
+    s = entry.reading.settings
+    switches = {"algorithm.use_kl_in_reward": "algorithm.kl_ctrl.kl_coef",
+                ACTOR + "use_kl_loss": ACTOR + "kl_loss_coef"}  # fmt: skip
+    for switch, key in switches.items():  # a switch written on whose KL the trainer drops
+        if switch in written and str(s.get(switch)).lower() == "true":
+            v = _num(s.get(key))
+            if v is not None and v > 0:
+                return v
     for key in ("algorithm.kl_ctrl.kl_coef", ACTOR + "kl_loss_coef"):
         if key in written:
             v = _num(entry.reading.settings.get(key))
@@ -122,11 +132,38 @@ def patched(
     """The launch through kl-patches' verl launcher: k1 in the reward at ``coef``."""
     if not supported(entry.library_version):
         return [], None
+    if any(f.code.startswith("verl.entry_drops") for f in entry.findings):
+        return [], None  # the trainer never applies that KL: patching its maths cannot add it
     kl = KLConfig(estimator="k1", placement="reward", coef=coef)
     std = " --kl.outside_std" if str(entry.reading.settings.get("algorithm.adv_estimator")) in (
         "grpo", "grpo_vectorized") else ""  # fmt: skip
-    value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}{std} --"
-    return [Change("entry_point", "hydra", "verl.trainer.main_ppo", value, reason="kl")], kl
+    entry_point = str(inp.context.get("entry") or "verl.trainer.main_ppo")
+    if not re.fullmatch(r"[\w.]+", entry_point):
+        return [], None  # a script path, not a module the launcher's --entry runs
+    other = "" if entry_point == "verl.trainer.main_ppo" else f" --entry {entry_point}"
+    value = f"{LAUNCHER} --kl k1-in-reward --kl.coef {coef:g}{std}{other} --"
+    return [
+        Change("entry_point", "hydra", entry_point, value, reason="kl"),
+        *_agree(inp, kl),
+    ], kl
+
+
+def _agree(inp: AuditInput, kl: KLConfig) -> list[Change]:
+    """The launch's own KL overrides set to the launcher's values (it refuses a key set to
+    another value by ``--kl`` and by the overrides)."""
+    from kl_patches.adapters.verl.translate import to_overrides
+
+    written = {}
+    if isinstance(inp.payload, list):
+        from kl_patches.audit.fix.payload import override_key
+
+        written = {override_key(str(i)): str(i).split("=", 1)[-1] for i in inp.payload}
+    out = []
+    for item in to_overrides(kl):
+        key, _, value = item.partition("=")
+        if key in written and not _same(written[key], value):
+            out.append(_h(key, value, "kl"))
+    return out
 
 
 def supported(version: str | None) -> bool:

@@ -95,6 +95,28 @@ def _line_of(origin: str, path: Path) -> int | None:
     return int(m.group(2))
 
 
+def _cluster_line(origin: str, path: Path, text: str) -> int | None:
+    """The file line of a launch in a cluster job file's ``run:`` block (``path:run:N``: line
+    N of the block's shell text), found by its text; None when it is not there once."""
+    import yaml
+
+    from kl_patches.audit.yaml_inputs import cluster_commands
+
+    m = re.match(r"^(.*):run:(\d+)(?:\s|$)", origin)
+    if m is None or Path(m.group(1)).resolve() != path.resolve():
+        return None
+    try:
+        found = cluster_commands(yaml.safe_load(text))
+    except yaml.YAMLError:
+        return None
+    shell = found[0].split("\n") if found else []
+    n = int(m.group(2))
+    if not 1 <= n <= len(shell) or not shell[n - 1].strip():
+        return None
+    rows = [r for r, ln in enumerate(text.split("\n")) if ln.strip() == shell[n - 1].strip()]
+    return rows[0] + 1 if len(rows) == 1 else None
+
+
 def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
     todo = [p for p in plans if p.changes is not None]
     if kind == "yaml":
@@ -123,7 +145,8 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
         return new
     located: list[tuple[int, Plan]] = []
     for p in todo:
-        line = _line_of(p.entry.origin, path)
+        line = _cluster_line(p.entry.origin, path, text) if kind == "cluster" else None
+        line = line or _line_of(p.entry.origin, path)
         if line is None:
             raise EditError(
                 f"the launch {p.entry.origin} is not written in this file (a sourced script?); "

@@ -159,7 +159,6 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             return Plan(entry, None, why="no KL, and none meant (" + now[0].code + ")")
         return Plan(entry, None, why=_left_text(now))
     changes = lib.changes(entry, inp, coef)
-    initial = list(changes)
     missing: dict[str, str] = {}
     after: AuditEntry | None = None
     left: list[AuditFinding] = []
@@ -187,9 +186,6 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             changes = new
         kl_changes, kl = lib.patched(entry, inp, coef)
         if kl_changes:
-            # the launcher refuses overrides that set its keys to other values: keep the
-            # native changes that agree with it (the KL keys), drop the follow-ups
-            kl_changes = merge([c for c in changes if c in initial], kl_changes)
             after = _reaudit(inp, kl_changes, versions, kl)
             left2 = blocking(after, allowed | frozenset(lib.user_choices(after)))
             if not left2:
