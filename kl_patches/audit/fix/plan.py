@@ -97,8 +97,9 @@ def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[A
 
 
 def _about_file(code: str) -> bool:
-    """An adapter warning about how the file was read (an entry point assumed), not its KL."""
-    return code.endswith("_assumed")
+    """An adapter warning about how the file was read (an entry point assumed, the release
+    told from the launch's keys), not its KL."""
+    return code.endswith("_assumed") or "version" in code
 
 
 def producer(library: str) -> ModuleType:
