@@ -133,7 +133,11 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
         new = text
         for p in todo:
             assert p.changes is not None
-            new = apply_python(new, p.changes.changes)
+            edits = [c for c in p.changes.changes if c.action != "entry_point"]
+            try:
+                new = apply_python(new, edits)
+            except (ValueError, TypeError) as err:  # the Python writer's refusal, with why
+                raise EditError(f"{p.entry.origin}: {err}") from err
         return str(new)
     if kind == "json":
         raise EditError("fixing a JSON config is not supported yet; edit it by hand")
