@@ -17,7 +17,8 @@ def test_the_fixes_example_is_real_output(
 ) -> None:
     docs = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
     start = docs.index("## Fixes")
-    m = re.compile(r"```text\n\$ kl-patches audit (\S+) --fix\n(.*?)\n```", re.S).search(docs, start)
+    block = re.compile(r"```text\n\$ kl-patches audit (\S+) --fix\n(.*?)\n```", re.S)
+    m = block.search(docs, start)
     assert m is not None
     monkeypatch.chdir(ROOT)
     assert main([m.group(1), "--fix"]) == 0
