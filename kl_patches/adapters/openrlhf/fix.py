@@ -75,8 +75,31 @@ def _eq(a: str, b: str) -> bool:
         return False
 
 
+def _spelled(dotted: str, entry: AuditEntry) -> str:
+    """``--algo.advantage.gamma`` or its flat name, as the launch's release spells it."""
+    from packaging.version import InvalidVersion, Version
+
+    from kl_patches.adapters.openrlhf.translate import _BY_NAME
+    from kl_patches.adapters.openrlhf.versions import DOTTED_SINCE
+
+    flag = _BY_NAME.get(dotted)
+    try:
+        flat = Version(entry.library_version or "0") < Version(DOTTED_SINCE)
+    except InvalidVersion:
+        flat = False
+    return f"--{flag.flat}" if flag is not None and flag.flat and flat else f"--{dotted}"
+
+
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
-    """Renames of flags the release refuses under their old or new name."""
+    """The discount of the reward KL off (gamma, lambd 1); renames of flags the release
+    refuses under their old or new name."""
+    if finding.code == "openrlhf.kl_discounted":
+        words = finding.fix.split()
+        return [
+            Change("set", "argparse", _spelled(w[2:], entry), words[i + 1], reason=finding.code)
+            for i, w in enumerate(words[:-1])
+            if w.startswith("--")
+        ]
     if not finding.code.endswith("_rejected"):
         return []
     from kl_patches.adapters.openrlhf.translate import renames

@@ -99,7 +99,7 @@ def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[A
 def _about_file(code: str) -> bool:
     """An adapter warning about how the file was read (an entry point assumed, the release
     told from the launch's keys), not its KL."""
-    return code.endswith("_assumed") or "version" in code
+    return code.endswith("_assumed") or "version" in code or "vendored" in code
 
 
 def producer(library: str) -> ModuleType:
@@ -161,6 +161,7 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
         return Plan(entry, None, why=_left_text(now))
     changes = lib.changes(entry, inp, coef)
     missing: dict[str, str] = {}
+    route = ""
     after: AuditEntry | None = None
     left: list[AuditFinding] = []
     try:
@@ -186,6 +187,11 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
                 break
             changes = new
         kl_changes, kl = lib.patched(entry, inp, coef)
+        if not kl_changes:
+            route = (
+                f"; no kl-patches route for {inp.library} {entry.library_version} (outside the "
+                "patch's support, or refused there)"
+            )
         if kl_changes:
             after = _reaudit(inp, kl_changes, versions, kl)
             left2 = blocking(after, allowed | frozenset(lib.user_choices(after)))
@@ -194,7 +200,7 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             left = left2
     except AuditError as err:
         return Plan(entry, None, why=f"the changed launch cannot be read: {err}")
-    return Plan(entry, None, after=after, why=_left_text(left))
+    return Plan(entry, None, after=after, why=_left_text(left) + route)
 
 
 def _left_text(left: list[AuditFinding]) -> str:
