@@ -154,6 +154,60 @@ def one(
         return res | {"ok": True, "why": why}
 
 
+CAUSES = (
+    (
+        "_rejected",
+        "refused by its release before any fix (names or config the audit reads it with)",
+    ),
+    ("_not_in_version", "refused by its release before any fix (entry point not in that release)"),
+    ("kl_loss_sign_bug", "vendored copy with the KL-loss sign bug: reported whatever the switches"),
+    ("drops_kl", "the trainer drops the KL itself: the user's choice of algorithm"),
+    ("entry_drops", "the trainer drops the KL itself: the user's choice of algorithm"),
+    ("not supported yet", "Python or JSON file: no writer here"),
+    ("entry point", "a project script as entry point: the kl-patches launcher cannot wrap it"),
+    ("no kl-patches route", "no native fix and the kl-patches patch refuses that release"),
+    ("not written in this file", "the launch is written in another file"),
+    ("comment_ends_command", "a comment cuts the launch's KL flags off (bash drops them)"),
+)
+"""(text in the reason, cause) for the exceptions, first match wins."""
+
+
+def cause(why: str) -> str:
+    """The cause of an exception, from its reason."""
+    return next((c for text, c in CAUSES if text in why), "other")
+
+
+def summarise(results: list[dict[str, Any]]) -> None:
+    """Print the rate per library and format, and the exceptions grouped by cause."""
+    rows: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for r in results:
+        c = rows[(r["library"], r["kind"])]
+        c["files"] += 1
+        c["ok"] += int(r["ok"])
+        c["changed"] += int(bool(r.get("changed")) and r["ok"])
+        c["parser"] += int(r.get("parser") is True)
+    print("\n| library | format | files | round-trip | edited | parser accepted the edit |")
+    print("|---|---|---|---|---|---|")
+    total: Counter[str] = Counter()
+    for (lib, kind), c in sorted(rows.items()):
+        total.update(c)
+        print(f"| {lib} | {kind} | {c['files']} | {c['ok']} | {c['changed']} | {c['parser']} |")
+    n = total["files"] or 1
+    print(f"| all | | {total['files']} | {total['ok']} ({100 * total['ok'] / n:.1f}%) | "
+          f"{total['changed']} | {total['parser']} |")  # fmt: skip
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        if not r["ok"]:
+            groups[cause(r["why"])].append(r["id"])
+    print("\nexceptions by cause:")
+    for why, ids in sorted(groups.items(), key=lambda x: -len(x[1])):
+        print(f"- {len(ids)}: {why}: {', '.join(ids)}")
+    print("\nexceptions:")
+    for r in results:
+        if not r["ok"]:
+            print(f"- {r['id']} ({r['library']} {r['kind']}): {r['why'][:300]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -165,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-parser", action="store_true")
     p.add_argument("--shard", default="1/1", help="K/N: every N-th file from the K-th")
     p.add_argument("--audit", default=None, help="the audit command (default: kl-patches here)")
+    p.add_argument("--summarise", nargs="*", type=Path, help="only summarise these --json outputs")
     args = p.parse_args(argv)
+    if args.summarise:
+        summarise([r for f in args.summarise for r in json.loads(f.read_text())])
+        return 0
     doc = yaml.safe_load(args.files.read_text())
     items = [x for x in doc["files"] if not args.only or x["id"] in args.only]
     k, n = (int(x) for x in args.shard.split("/"))
@@ -178,25 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         r = one(args.mirrors, item, audit, args.timeout, not args.no_parser)
         print(f"{r['id']}: {'ok' if r['ok'] else 'FAIL'} ({r['why']})", flush=True)
         results.append(r)
-    rows: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for r in results:
-        rows[(r["library"], r["kind"])]["files"] += 1
-        rows[(r["library"], r["kind"])]["ok"] += int(r["ok"])
-        rows[(r["library"], r["kind"])]["changed"] += int(bool(r.get("changed")))
-        rows[(r["library"], r["kind"])]["parser"] += int(r.get("parser") is True)
-    print("\n| library | format | files | round-trip | edited | parser checked |")
-    print("|---|---|---|---|---|---|")
-    total: Counter[str] = Counter()
-    for (lib, kind), c in sorted(rows.items()):
-        total.update(c)
-        print(f"| {lib} | {kind} | {c['files']} | {c['ok']} | {c['changed']} | {c['parser']} |")
-    n = total["files"] or 1
-    print(f"| all | | {total['files']} | {total['ok']} ({100 * total['ok'] / n:.1f}%) | "
-          f"{total['changed']} | {total['parser']} |")  # fmt: skip
-    print("\nexceptions:")
-    for r in results:
-        if not r["ok"]:
-            print(f"- {r['id']} ({r['library']} {r['kind']}): {r['why']}")
+    summarise(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
