@@ -168,6 +168,7 @@ CAUSES = (
     ("no kl-patches route", "no native fix and the kl-patches patch refuses that release"),
     ("not written in this file", "the launch is written in another file"),
     ("comment_ends_command", "a comment cuts the launch's KL flags off (bash drops them)"),
+    ("no trainer with a reference KL", "the audit finds no trainer in it (one is expected)"),
 )
 """(text in the reason, cause) for the exceptions, first match wins."""
 
