@@ -82,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 if any setup is biased/drops KL")
     p.add_argument("--plain", action="store_true", help="plain text even if rich is installed")
     p.add_argument("--debug", action="store_true", help="show tracebacks of reader failures")
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="print the unified diff that fixes each file (checked by re-auditing the edit)",
+    )
+    p.add_argument("--write", action="store_true", help="with --fix: apply it (backup FILE.orig)")
+    p.add_argument("--no-backup", action="store_true", help="with --fix --write: no FILE.orig")
     return p
 
 
@@ -197,6 +204,12 @@ def main(argv: list[str]) -> int:
             "give a launch script, a config file, an argv after --, or --installed "
             "(see kl-patches audit --help)"
         )
+    if (args.write or args.no_backup) and not args.fix:
+        raise errors.UsageError(
+            "--write and --no-backup go with --fix (kl-patches audit FILE --fix --write)",
+            field="--write",
+            choices=["--fix", "--fix --write", "--fix --write --no-backup"],
+        )
     variables: dict[str, str] = {}
     for item in args.var:
         name, eq, value = item.partition("=")
@@ -219,6 +232,8 @@ def main(argv: list[str]) -> int:
             field="paths",
             value=STDIN,
         )
+    if args.fix:
+        return _fix_main(args, variables, versions)
     failed: list[dict[str, Any]] = []
     paths: list[str] = []
     empty_folders: list[str] = []
@@ -303,4 +318,40 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `kl-patches audit ... | head`: the reader left, keep the code
         errors.quiet_stdout()
+    return code
+
+
+def _fix_main(args: argparse.Namespace, variables: dict[str, str], versions: dict[str, str]) -> int:
+    """``--fix [--write [--no-backup]]``: the diff per file, what each launch gets, and why a
+    file is left unchanged; exit 2 when a file cannot be read or fixed."""
+    from kl_patches.audit.fix.apply import diff, fix_file, summary, write_fix
+
+    if not args.paths or any(os.path.isdir(p) or p == STDIN for p in args.paths):
+        raise errors.UsageError(
+            "--fix takes launch files (not folders, standard input or an argv after --)",
+            field="paths",
+            value=args.paths,
+        )
+    code = 0
+    for path in args.paths:
+        try:
+            with cached():
+                fix = fix_file(path, args.library, variables, versions)
+        except AuditError as err:
+            errors.say(f"kl-patches audit: {err}")
+            code = errors.EXIT_ERROR
+            continue
+        text = diff(fix)
+        if text:
+            print(text, end="" if text.endswith("\n") else "\n")
+        for line in summary(fix):
+            print(f"# {line}")
+        for problem in fix.problems:
+            errors.say(f"kl-patches audit: {path}: not fixed: {problem}")
+            code = errors.EXIT_ERROR
+        if args.write and fix.changed:
+            saved = write_fix(fix, backup=not args.no_backup)
+            print(f"# wrote {path}" + (f" (backup {saved})" if saved else ""))
+        elif not fix.changed and not fix.problems:
+            print(f"# {path}: nothing to change")
     return code

@@ -1,0 +1,104 @@
+"""TRL's changes for the audit's fix model (:mod:`kl_patches.audit.fix.plan`).
+
+TRL's own options give k1 in the reward only to RLOO (``beta``, the reward KL of its
+releases); GRPO's ``beta`` is k3 in the loss, so GRPO's fix is the kl-patches route: the KL
+block kl-patches' TRL launcher reads (``kl: {name: k1-in-reward, coef: C}`` in a YAML config,
+``--kl k1-in-reward --kl.coef C`` on its command line), ``beta=0.0`` (kl-patches runs the
+reference model) and ``scale_rewards=none`` (the group std would scale the reward KL), run with
+``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function, which
+the patch refuses on 0.18.x and for what :func:`.legacy_reward.refusal` names: no fix is offered
+there.
+"""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from kl_patches.audit.fix.change import Change
+from kl_patches.audit.model import AuditEntry, AuditFinding, AuditInput
+from kl_patches.config import KLConfig
+
+USER_CODES = {
+    "trl.kl_weighted_by_default": "use_bias_correction_kl=false (the k3 of earlier "
+    "releases) or use_bias_correction_kl=true (pin the choice)",
+}
+"""Findings about which release's behaviour to keep: the user's choice."""
+
+
+def user_choices(entry: AuditEntry) -> dict[str, str]:
+    """Codes of ``entry``'s findings only the user can settle, with the options."""
+    return {f.code: USER_CODES[f.code] for f in entry.findings if f.code in USER_CODES}
+
+
+def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
+    """TRL's KL is off only with ``beta=0``: no KL was meant."""
+    return None
+
+
+def _rloo(entry: AuditEntry) -> bool:
+    return "rloo" in entry.reading.trainer.lower()
+
+
+def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
+    """Native changes: RLOO's ``beta`` (GRPO has none that give k1 in the reward)."""
+    if _rloo(entry):
+        return [Change("set", "trl", "beta", f"{coef:g}", reason="kl")]
+    return []
+
+
+def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
+    """Native follow-ups: the reward KL outside the group std."""
+    if finding.code == "trl.std_scaled_kl":
+        return [Change("set", "trl", "scale_rewards", "none", reason=finding.code)]
+    return []
+
+
+def drop_refused(changes: list[Change], after: AuditEntry) -> tuple[list[Change], bool]:
+    """TRL's fix keys exist in every release the fix is offered for: nothing to drop."""
+    return changes, False
+
+
+def legacy_refusal(version: str | None, coef: float) -> str | None:
+    """Why the TRL patch of ``version`` cannot run k1 in the reward (None: it can)."""
+    try:
+        v = Version(version or "1.16.0")
+    except InvalidVersion:
+        return None
+    if v >= Version("0.27"):
+        return None
+    if v.release[:2] == (0, 18):
+        return "the kl-patches TRL patch does not run on TRL 0.18.x"
+    from kl_patches.adapters.trl.legacy_reward import refusal
+
+    return refusal(KLConfig(estimator="k1", placement="reward", coef=coef,
+                            reward_shape="sequence"))  # fmt: skip
+
+
+def patched(
+    entry: AuditEntry, inp: AuditInput, coef: float
+) -> tuple[list[Change], KLConfig | None]:
+    """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release)."""
+    if legacy_refusal(entry.library_version, coef) is not None:
+        return [], None
+    try:
+        legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")
+    except InvalidVersion:
+        legacy = False
+    shape = ["--kl.reward_shape", "sequence"] if legacy else []
+    out = [
+        Change("set", "trl", "beta", "0.0", reason="kl"),
+        Change("set", "trl", "scale_rewards", "none", reason="kl"),
+    ]
+    if inp.kind == "yaml":
+        out += [
+            Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),
+            Change("set", "trl", "kl.coef", f"{coef:g}", reason="kl"),
+        ]
+        if legacy:
+            out.append(Change("set", "trl", "kl.reward_shape", "sequence", reason="kl"))
+        return out, None
+    value = " ".join(["kl_patches.trl", "--kl", "k1-in-reward", "--kl.coef", f"{coef:g}", *shape])
+    out.insert(0, Change("entry_point", "trl", "trl", value, reason="kl"))
+    kl = KLConfig(estimator="k1", placement="reward", coef=coef,
+                  reward_shape="sequence" if legacy else "reward_to_go")  # fmt: skip
+    return out, kl

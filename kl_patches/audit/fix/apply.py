@@ -1,0 +1,292 @@
+"""Fix one launch file: plan every launch (:mod:`.plan`), edit the text with the writer of the
+file's format, re-audit the edited text, and give the unified diff.
+
+Writers: bash (:mod:`.shell_edit`, also the ``run:`` block of a cluster YAML), YAML
+(:mod:`.yaml_edit`), Python (``kl_patches.audit.fix.python_edit.apply_python`` where it is
+installed; otherwise a Python file is reported as not supported yet). The edited text is
+re-audited exactly as the file would be (same path, so configs and pins next to it are read);
+a launch whose re-audit is not clean makes the whole file unfixed, with the reason, and nothing
+is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kl_patches import adapters
+from kl_patches.adapters.files import read_file
+from kl_patches.audit.fix.change import Change, ChangeSet
+from kl_patches.audit.fix.plan import Plan, blocking, plan_launch, producer
+from kl_patches.audit.fix.shell_edit import EditError, apply_list, apply_shell
+from kl_patches.audit.fix.yaml_edit import apply_yaml
+from kl_patches.audit.inputs import inputs_from_source
+from kl_patches.audit.model import AuditEntry, AuditError, InputError
+from kl_patches.audit.run import audit_input
+
+__all__ = ["FileFix", "diff", "fix_file", "write_fix"]
+
+
+@dataclass
+class FileFix:
+    """The fix of one file."""
+
+    path: str
+    """The file."""
+    text: str
+    """Its text as read."""
+    new_text: str
+    """The edited text (``text`` when nothing is changed)."""
+    plans: list[Plan] = field(default_factory=list)
+    """One plan per launch, in the file's order."""
+    after: list[AuditEntry] = field(default_factory=list)
+    """The re-audit of ``new_text``."""
+    problems: list[str] = field(default_factory=list)
+    """Why the file is not (fully) fixed; empty when every planned change was verified."""
+
+    @property
+    def changed(self) -> bool:
+        """True when the fix edits the file."""
+        return self.new_text != self.text
+
+    @property
+    def label(self) -> str:
+        """``native`` when every change set is native, else ``with kl-patches``."""
+        labels = {p.changes.label for p in self.plans if p.changes is not None}
+        return "with kl-patches" if "with kl-patches" in labels else "native"
+
+
+def diff(fix: FileFix) -> str:
+    """The unified diff of ``fix`` (``a/PATH`` -> ``b/PATH``)."""
+    return "".join(
+        difflib.unified_diff(
+            fix.text.splitlines(keepends=True),
+            fix.new_text.splitlines(keepends=True),
+            f"a/{fix.path.lstrip('/')}",
+            f"b/{fix.path.lstrip('/')}",
+        )
+    )
+
+
+def _kind(path: Path, text: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return "cluster" if "\nrun:" in "\n" + text else "yaml"
+    if suffix == ".py":
+        return "python"
+    if suffix == ".json":
+        return "json"
+    return "shell"
+
+
+def _line_of(origin: str, path: Path) -> int | None:
+    """The launch's line in ``path`` from its origin (``path:12``, ``path:12 [if@4=then]``,
+    ``path:4 -> script.py:17``); None when the origin is another file or has no line."""
+    m = re.match(r"^(.*?):(\d+)(?:\s|$)", origin)
+    if m is None:
+        return None
+    if m.group(1) and Path(m.group(1)).resolve() != path.resolve():
+        return None
+    return int(m.group(2))
+
+
+def _cluster_line(origin: str, path: Path, text: str) -> int | None:
+    """The file line of a launch in a cluster job file's ``run:`` block (``path:run:N``: line
+    N of the block's shell text), found by its text; None when it is not there once."""
+    import yaml
+
+    from kl_patches.audit.yaml_inputs import cluster_commands
+
+    m = re.match(r"^(.*):run:(\d+)(?:\s|$)", origin)
+    if m is None or Path(m.group(1)).resolve() != path.resolve():
+        return None
+    try:
+        found = cluster_commands(yaml.safe_load(text))
+    except yaml.YAMLError:
+        return None
+    shell = found[0].split("\n") if found else []
+    n = int(m.group(2))
+    if not 1 <= n <= len(shell) or not shell[n - 1].strip():
+        return None
+    rows = [r for r, ln in enumerate(text.split("\n")) if ln.strip() == shell[n - 1].strip()]
+    return rows[0] + 1 if len(rows) == 1 else None
+
+
+def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
+    todo = [p for p in plans if p.changes is not None]
+    if kind == "yaml":
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            new = apply_yaml(new, [c for c in p.changes.changes if c.action != "entry_point"])
+        return new
+    if kind == "python":
+        try:
+            from kl_patches.audit.fix.python_edit import apply_python  # type: ignore[import-not-found]
+        except ImportError as err:
+            raise EditError("fixing a Python file is not supported yet") from err
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            edits = [c for c in p.changes.changes if c.action != "entry_point"]
+            try:
+                new = apply_python(new, edits)
+            except (ValueError, TypeError) as err:  # the Python writer's refusal, with why
+                raise EditError(f"{p.entry.origin}: {err}") from err
+        return str(new)
+    if kind == "json":
+        raise EditError("fixing a JSON config is not supported yet; edit it by hand")
+    if all(p.entry.kind == "overrides" for p in todo):
+        new = text
+        for p in todo:
+            assert p.changes is not None
+            new = apply_list(new, p.changes.changes)
+        return new
+    located: list[tuple[int, Plan]] = []
+    for p in todo:
+        line = _cluster_line(p.entry.origin, path, text) if kind == "cluster" else None
+        line = line or _line_of(p.entry.origin, path)
+        if line is None:
+            raise EditError(
+                f"the launch {p.entry.origin} is not written in this file (a sourced script?); "
+                "fix it there"
+            )
+        located.append((line, p))
+    by_line: dict[int, tuple[Change, ...]] = {}
+    for line, p in located:
+        assert p.changes is not None
+        if line in by_line and _edits(by_line[line]) != _edits(p.changes.changes):
+            raise EditError(
+                f"line {line} starts launches that need different changes (branches or loop "
+                "iterations of one command): fix them by hand"
+            )
+        by_line[line] = p.changes.changes
+    new = text
+    for line in sorted(by_line, reverse=True):
+        new = apply_shell(new, line, by_line[line])
+    return new
+
+
+def _edits(changes: tuple[Change, ...]) -> set[tuple[str, str, str | None, str | None]]:
+    """What a change set edits (the reasons aside)."""
+    return {(c.action, c.key, c.value, c.new_key) for c in changes}
+
+
+def fix_file(
+    path: str | Path,
+    library: str | None = None,
+    variables: dict[str, str] | None = None,
+    versions: dict[str, str] | None = None,
+) -> FileFix:
+    """Plan, edit and re-audit one file (nothing is written; see :func:`write_fix`)."""
+    p = Path(path)
+    try:
+        text = read_file(p).text
+        inputs = [
+            dataclasses.replace(i, path=str(p))
+            for i in inputs_from_source(text, str(p), p, library, variables)
+        ]
+    except (InputError, ValueError) as err:
+        raise AuditError(str(err)) from err
+    plans: list[Plan] = []
+    for inp in inputs:
+        if inp.kind == "unreadable":
+            continue
+        entry = audit_input(inp, versions=versions)
+        plans.append(plan_launch(inp, entry, versions))
+    fix = FileFix(str(path), text, text, plans)
+    for plan in plans:
+        if plan.changes is None and plan.why and not plan.why.startswith(("nothing", "no KL")):
+            fix.problems.append(f"{plan.entry.origin}: {plan.why}")
+    if not any(pl.changes for pl in plans):
+        return fix
+    try:
+        new = _edit(p, text, _kind(p, text), plans)
+    except EditError as err:
+        fix.problems.append(str(err))
+        return fix
+    try:
+        after = [
+            audit_input(dataclasses.replace(i, path=str(p)), versions=versions)
+            for i in inputs_from_source(new, str(p), p, library, variables)
+            if i.kind != "unreadable"
+        ]
+    except (AuditError, InputError, ValueError) as err:
+        fix.problems.append(f"the edited file cannot be read: {err}")
+        return fix
+    if len(after) != len(plans):
+        fix.problems.append(
+            f"the edited file has {len(after)} launch(es), the file {len(plans)}: not written"
+        )
+        return fix
+    for plan, entry in zip(plans, after, strict=True):
+        if plan.changes is None:
+            if entry.reading.config != plan.entry.reading.config:
+                fix.problems.append(
+                    f"{plan.entry.origin}: the edit also changes this launch's KL, which needs "
+                    "no change (a value shared with another launch): not written"
+                )
+            continue
+        allowed = plan.allowed | frozenset(producer(entry.reading.library).user_choices(entry))
+        left = blocking(entry, allowed)
+        if left:
+            fix.problems.append(
+                f"{plan.entry.origin}: after the edit the audit still reports "
+                + "; ".join(f"{f.code} ({f.severity})" for f in left)
+                + ": not written"
+            )
+    fix.after = after
+    if not fix.problems or all(not _ours(x) for x in fix.problems):
+        fix.new_text = new
+    return fix
+
+
+def _ours(problem: str) -> bool:
+    """True for a problem found after the edit (the edit is then not written)."""
+    return problem.endswith(": not written") or "edited file" in problem
+
+
+def write_fix(fix: FileFix, backup: bool = True) -> str | None:
+    """Write ``fix.new_text`` to the file (``FILE.orig`` first unless ``backup`` is False);
+    the backup's path, or None."""
+    if not fix.changed:
+        return None
+    saved = None
+    if backup:
+        saved = fix.path + ".orig"
+        shutil.copy2(fix.path, saved)
+    mode = os.stat(fix.path).st_mode
+    Path(fix.path).write_text(fix.new_text, encoding="utf-8")
+    os.chmod(fix.path, mode)
+    return saved
+
+
+def summary(fix: FileFix) -> list[str]:
+    """One line per launch: its label and changes, or why it is left as it is."""
+    out = []
+    for plan in fix.plans:
+        cs: ChangeSet | None = plan.changes
+        if cs is None:
+            out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
+            continue
+        words = ", ".join(
+            f"{c.action} {c.key}"
+            + (f"={c.value}" if c.value is not None else "")
+            + (f" -> {c.new_key}" if c.new_key else "")
+            for c in cs.changes
+        )
+        out.append(f"{plan.entry.origin}: {cs.label}: {words}")
+        out += [f"  your choice: {u}" for u in cs.user_choices]
+        if cs.label == "with kl-patches" and not any(c.action == "entry_point" for c in cs.changes):
+            launcher = adapters.get(plan.entry.reading.library).launchers[0]
+            subs = launcher.subcommands
+            sub = next((w for w in subs if w in plan.entry.reading.trainer.lower()), subs[0:1])
+            words = " ".join(["kl-patches", launcher.command, *([sub] if isinstance(sub, str)
+                              else sub), "--config", fix.path])  # fmt: skip
+            out.append(f"  run it with the kl-patches launcher: {words}")
+    return out

@@ -1,0 +1,113 @@
+"""Fix, write and re-audit synthetic launches of each library and format; the CLI."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from kl_patches.audit.fix.apply import diff, fix_file, write_fix
+from kl_patches.audit.run import audit
+from kl_patches.cli.audit import main
+from tests.audit.fix.conftest import CASES
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_round_trip_fix_write_reaudit_clean(tmp_path: Path, case: str) -> None:
+    name, text = CASES[case]
+    path = tmp_path / name
+    path.write_text(text)
+    before = audit(str(path))
+    assert any(e.status in ("biased", "error") for e in before)
+    fix = fix_file(path)
+    assert fix.problems == [] and fix.changed
+    write_fix(fix, backup=True)
+    assert (tmp_path / (name + ".orig")).read_text() == text
+    after = audit(str(path))
+    assert after and all(e.status not in ("biased", "error") for e in after)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_written_file_differs_only_in_the_changed_lines(tmp_path: Path, case: str) -> None:
+    name, text = CASES[case]
+    path = tmp_path / name
+    path.write_text(text)
+    fix = fix_file(path)
+    old, new = text.splitlines(), fix.new_text.splitlines()
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    kept = sum(b.size for b in matcher.get_matching_blocks())
+    changed = sum(
+        1 for ln in diff(fix).splitlines() if ln.startswith("-") and not ln.startswith("---")
+    )
+    assert kept == len(old) - changed  # every other line is byte-identical and in order
+
+
+def test_cli_fix_prints_a_diff_and_write_keeps_a_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, text = CASES["verl-shell"]
+    path = tmp_path / name
+    path.write_text(text)
+    assert main([str(path), "--fix"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--- a/") and "+    algorithm.norm_adv_by_std_in_grpo=False \\" in out
+    assert path.read_text() == text
+    assert main([str(path), "--fix", "--write", "--no-backup"]) == 0
+    assert not (tmp_path / (name + ".orig")).exists()
+    assert path.read_text() != text
+    assert main([str(path), "--fix"]) == 0
+    assert "nothing to change" in capsys.readouterr().out
+
+
+def test_cli_write_without_fix_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(CASES["verl-shell"][1])
+    assert main([str(path), "--write"]) == 2
+    assert "--fix" in capsys.readouterr().err
+
+
+def test_a_python_file_without_the_python_writer_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(
+        "from trl import GRPOConfig, GRPOTrainer\n"
+        "args = GRPOConfig(output_dir='o', beta=0.04)\n"
+        "GRPOTrainer(model='m', args=args, reward_funcs=[], train_dataset=[]).train()\n"
+    )
+    fix = fix_file(path)
+    try:
+        import kl_patches.audit.fix.python_edit  # noqa: F401
+    except ImportError:
+        assert not fix.changed
+        assert any("Python file is not supported yet" in p for p in fix.problems)
+
+
+def test_a_command_shared_with_a_launch_needing_no_change_is_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "grid.sh"
+    path.write_text(
+        "launch() {\n"
+        "    local beta=$1\n"
+        '    trl grpo --model_name_or_path m --beta "$beta" --output_dir o\n'
+        "}\n"
+        "launch 0.04\n"
+        "launch 0\n"
+    )
+    fix = fix_file(path)
+    assert not fix.changed
+    assert any("also changes this launch's KL" in p for p in fix.problems)
+
+
+def test_an_override_list_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "k3.overrides"
+    path.write_text(
+        "algorithm.adv_estimator=rloo\n"
+        "algorithm.use_kl_in_reward=True algorithm.kl_penalty=low_var_kl\n"
+        "algorithm.kl_ctrl.kl_coef=0.001\n"
+    )
+    fix = fix_file(path)
+    assert fix.problems == [] and fix.changed
+    assert "algorithm.use_kl_in_reward=True algorithm.kl_penalty=kl\n" in fix.new_text
+    write_fix(fix, backup=False)
+    assert all(e.status not in ("biased", "error") for e in audit(str(path)))

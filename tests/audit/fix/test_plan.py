@@ -1,0 +1,83 @@
+"""The fix model: change sets whose payload re-audit is clean, merged per launch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kl_patches.audit.fix.change import Change
+from kl_patches.audit.fix.plan import blocking, merge, plan_launch
+from kl_patches.audit.inputs import inputs_from_file
+from kl_patches.audit.run import audit_input
+from tests.audit.fix.conftest import CASES, VERL_SHELL
+
+
+def _plans(tmp_path: Path, name: str, text: str, versions: dict[str, str] | None = None):
+    path = tmp_path / name
+    path.write_text(text)
+    out = []
+    for inp in inputs_from_file(path):
+        entry = audit_input(inp, versions=versions)
+        out.append(plan_launch(inp, entry, versions))
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_biased_launch_gets_a_change_set_with_a_clean_reaudit(
+    tmp_path: Path, case: str
+) -> None:
+    name, text = CASES[case]
+    (plan,) = _plans(tmp_path, name, text)
+    assert blocking(plan.entry), "the synthetic launch should need a fix"
+    assert plan.changes is not None, plan.why
+    assert plan.after is not None
+    assert not blocking(plan.after, plan.allowed)
+    assert plan.after.status not in ("biased", "error")
+
+
+def test_verl_grpo_fix_converges_on_the_std_switch(tmp_path: Path) -> None:
+    (plan,) = _plans(tmp_path, "run.sh", VERL_SHELL)
+    assert plan.changes is not None and plan.changes.label == "native"
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys["algorithm.norm_adv_by_std_in_grpo"] == "False"
+    assert keys["algorithm.use_kl_in_reward"] == "True"
+    assert keys["actor_rollout_ref.actor.use_kl_loss"] == "False"
+    assert keys["algorithm.kl_ctrl.kl_coef"] == "0.002"  # the launch's own coefficient
+
+
+def test_trl_grpo_is_labelled_with_kl_patches(tmp_path: Path) -> None:
+    (plan,) = _plans(tmp_path, *CASES["trl-shell"])
+    assert plan.changes is not None and plan.changes.label == "with kl-patches"
+    assert any(c.action == "entry_point" for c in plan.changes.changes)
+
+
+def test_trl_018_is_refused_by_the_patch_so_no_kl_patches_fix(tmp_path: Path) -> None:
+    (plan,) = _plans(tmp_path, *CASES["trl-shell"], versions={"trl": "0.18.0"})
+    assert plan.changes is None or not any(c.action == "entry_point" for c in plan.changes.changes)
+
+
+def test_a_launch_without_kl_keeps_none(tmp_path: Path) -> None:
+    text = VERL_SHELL.replace("use_kl_loss=True", "use_kl_loss=False").replace(
+        "    actor_rollout_ref.actor.kl_loss_coef=$kl_coef \\\n", ""
+    )
+    (plan,) = _plans(tmp_path, "run.sh", text)
+    assert plan.changes is None
+    assert "no KL" in plan.why or "nothing" in plan.why
+
+
+def test_a_coefficient_under_switched_off_placements_turns_k1_in_reward_on(tmp_path: Path) -> None:
+    text = VERL_SHELL.replace("use_kl_loss=True", "use_kl_loss=False")
+    (plan,) = _plans(tmp_path, "run.sh", text)
+    assert plan.changes is not None, plan.why
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys["algorithm.use_kl_in_reward"] == "True"
+    assert keys["algorithm.kl_ctrl.kl_coef"] == "0.002"
+    assert plan.after is not None and plan.after.kl_on
+
+
+def test_merge_keeps_one_change_per_key_the_later_wins() -> None:
+    a = [Change("set", "hydra", "x", "1"), Change("set", "hydra", "y", "1")]
+    b = [Change("set", "hydra", "x", "2")]
+    out = merge(a, b)
+    assert [(c.key, c.value) for c in out] == [("y", "1"), ("x", "2")]
