@@ -26,8 +26,11 @@ FIX_CHECKS = ("tests/audit/fix/test_validate.py", "tests/audit/fix/test_fix_stri
 too (the core session runs their kl-patches-syntax part)."""
 
 
-def _pytest(session: nox.Session, *paths: str) -> None:
-    session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs, env=ENV)
+def _pytest(session: nox.Session, *paths: str, library: str = "") -> None:
+    """pytest on ``paths``; ``library``: the session's library, whose ``library(NAME)`` tests
+    must then run (tests/conftest.py fails them if it is missing instead of deselecting)."""
+    env = {**ENV, "KL_PATCHES_TEST_LIBRARY": library}
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs, env=env)
 
 
 @nox.session
@@ -74,7 +77,15 @@ def trl(session: nox.Session) -> None:
     _install_trl(session)
     # the wheel checks: nox -s record_check; the end-to-end runs: here and in nox -s e2e
     # (the 0.14-0.26 tests run in the compat steps of those releases)
-    _pytest(session, _tests("trl"), _e2e("trl"), *FIX_CHECKS, "-m", "not wheels and not legacy_trl")
+    _pytest(
+        session,
+        _tests("trl"),
+        _e2e("trl"),
+        *FIX_CHECKS,
+        "-m",
+        "not wheels and not legacy_trl",
+        library="trl",
+    )
 
 
 def _install_trl(session: nox.Session) -> None:
@@ -114,7 +125,7 @@ def verl(session: nox.Session) -> None:
     needs it).
     """
     _install_verl(session)
-    _pytest(session, _tests("verl"), _e2e("verl"), *FIX_CHECKS)
+    _pytest(session, _tests("verl"), _e2e("verl"), *FIX_CHECKS, library="verl")
 
 
 def _install_verl(session: nox.Session) -> None:
@@ -147,7 +158,7 @@ def openrlhf(session: nox.Session) -> None:
     tests/adapters/openrlhf_support/stubs) on the path.
     """
     _install_openrlhf(session)
-    _pytest(session, _tests("openrlhf"), _e2e("openrlhf"), *FIX_CHECKS)
+    _pytest(session, _tests("openrlhf"), _e2e("openrlhf"), *FIX_CHECKS, library="openrlhf")
 
 
 def _install_openrlhf(session: nox.Session) -> None:

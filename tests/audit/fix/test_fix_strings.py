@@ -30,6 +30,9 @@ from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 from tests import quickstart
 
+LIBRARIES = ("verl", "openrlhf", "trl")
+"""The libraries whose own parser checks the native fixes (each in its nox session)."""
+
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "audit_corpus"
 NAMES = [f"{e}-in-{p}" for e in ("k1", "k2", "k3") for p in ("reward", "loss", "both")] + ["none"]
@@ -281,11 +284,12 @@ def test_the_docs_kl_patches_commands_are_accepted() -> None:
     assert refused == []
 
 
-@pytest.mark.parametrize("library", ["verl", "openrlhf", "trl"])
+@pytest.mark.parametrize(
+    "library", [pytest.param(lib, marks=pytest.mark.library(lib)) for lib in LIBRARIES]
+)
 def test_native_fixes_pass_the_installed_librarys_parser(library: str) -> None:
     """Native settings through the library's own parser, for the fixes spelled for the
     installed release (the others are spelled for the release their launch is read as)."""
-    pytest.importorskip(library)
     here = validate.installed_version(library)
     checked, refused = 0, []
     for p in printed():
@@ -304,10 +308,10 @@ def test_native_fixes_pass_the_installed_librarys_parser(library: str) -> None:
     assert checked >= 5
 
 
+@pytest.mark.library("trl")
 def test_trl_launchers_on_policy_settings_pass_trls_parser() -> None:
     """The TRL launcher's "make the run on-policy" settings (its launch report) parse as TRL's
     fields, and with them the run is on-policy."""
-    pytest.importorskip("trl")
     from kl_patches.adapters.trl.launch import parse
 
     argv = ["--use_cpu", "True", "--bf16", "False", "--num_iterations", "2"]
