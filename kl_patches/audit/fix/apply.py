@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kl_patches import adapters
 from kl_patches.adapters.files import read_file
+from kl_patches.audit.fix import validate
 from kl_patches.audit.fix.change import Change, ChangeSet
 from kl_patches.audit.fix.plan import Plan, blocking, plan_launch, producer
 from kl_patches.audit.fix.shell_edit import EditError, apply_list, apply_shell
@@ -281,6 +282,9 @@ def summary(fix: FileFix) -> list[str]:
             for c in cs.changes
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")
+        checked = validate.change_set_check(plan.entry, cs)
+        if checked:
+            out.append(f"  parser: {checked}")
         out += [f"  your choice: {u}" for u in cs.user_choices]
         if cs.label == "with kl-patches" and not any(c.action == "entry_point" for c in cs.changes):
             launcher = adapters.get(plan.entry.reading.library).launchers[0]

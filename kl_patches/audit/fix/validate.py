@@ -52,6 +52,7 @@ __all__ = [
     "OR",
     "Check",
     "alternatives",
+    "change_set_check",
     "change_set_label",
     "check_changes",
     "check_command",
@@ -553,3 +554,25 @@ def change_set_label(library: str, changes: ChangeSet, *, entry: str | None = No
     if found.accepted is None and found.message.startswith(NOT_INSTALLED):
         return NOT_INSTALLED
     return WITH_KL_PATCHES
+
+
+def change_set_check(entry: AuditEntry, changes: ChangeSet) -> str:
+    """What the library's own parser said of a launch's native change set, for the ``--fix``
+    summary: accepted, refused with its message, or not checked (library not installed, or the
+    launch read as another release than the installed one). Empty for a kl-patches route."""
+    if changes.label != NATIVE:
+        return ""
+    library = entry.reading.library
+    if library not in _MODULES:
+        return f"not checked (no parser for {library})"
+    if not installed(library):
+        return NOT_INSTALLED
+    differs = _release_differs(entry)
+    if differs:
+        return differs
+    found = check_changes(library, changes, entry=_entry_of(entry))
+    if found.accepted:
+        return f"accepted by {library} {installed_version(library)}'s own parser"
+    if found.accepted is None:
+        return f"not checked ({found.message})"
+    return f"REFUSED by {library} {installed_version(library)}'s own parser: {found.message}"

@@ -27,6 +27,7 @@ from kl_patches.audit.fix.validate import (
     fix_label,
     kind_of,
 )
+from kl_patches.audit.model import AuditEntry
 
 CORPUS = Path(__file__).resolve().parents[2] / "audit_corpus"
 
@@ -179,3 +180,37 @@ def test_a_change_set_through_openrlhfs_parser() -> None:
     assert check_changes("openrlhf", good).accepted is True
     old = ChangeSet((Change("set", "argparse", "--init_kl_coef", "0.01"),), "native")
     assert check_changes("openrlhf", old).accepted is False
+
+
+# ----------------------------------------------------------------------------- --fix summary
+def _grpo_k3_plan_changes() -> tuple[AuditEntry, ChangeSet]:
+    (entry,) = audit(str(CORPUS / "verl" / "grpo_k3_loss.sh"))
+    changes = ChangeSet(
+        (
+            Change("set", "hydra", "algorithm.use_kl_in_reward", "True"),
+            Change("set", "hydra", "actor_rollout_ref.actor.use_kl_loss", "False"),
+        ),
+        "native",
+    )
+    return entry, changes
+
+
+def test_the_fix_summary_never_claims_a_parser_check_that_did_not_run() -> None:
+    entry, changes = _grpo_k3_plan_changes()
+    route = ChangeSet((Change("entry_point", "hydra", "launcher", "kl-patches verl"),),
+                      "with kl-patches")  # fmt: skip
+    assert validate.change_set_check(entry, route) == ""
+    found = validate.change_set_check(entry, changes)
+    if not validate.installed("verl"):
+        assert found == NOT_INSTALLED
+    else:
+        assert found.startswith("accepted by verl ") or found.startswith("not checked (read as")
+
+
+@pytest.mark.library("verl")
+def test_the_fix_summary_reports_verls_parser() -> None:
+    entry, changes = _grpo_k3_plan_changes()
+    assert validate.change_set_check(entry, changes).startswith("accepted by verl ")
+    bad = ChangeSet((Change("set", "hydra", "algorithm.no_such_key", "1"),), "native")
+    refused = validate.change_set_check(entry, bad)
+    assert refused.startswith("REFUSED by verl ") and "no_such_key" in refused
