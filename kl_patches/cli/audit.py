@@ -34,7 +34,7 @@ from kl_patches.audit.model import AuditEntry, AuditError
 from kl_patches.audit.run import audit, audit_input, audit_installed, audit_text
 from kl_patches.audit.versions import FORMS, cached, parse_given
 from kl_patches.audit.walk import launch_files
-from kl_patches.cli import errors
+from kl_patches.cli import errors, fix_commands
 from kl_patches.experiments.progress import progress
 
 
@@ -355,3 +355,6 @@ def _fix_main(args: argparse.Namespace, variables: dict[str, str], versions: dic
         elif not fix.changed and not fix.problems:
             print(f"# {path}: nothing to change")
     return code
+
+
+fix_commands.register(parser)  # the audit's fix checks parse kl-patches commands

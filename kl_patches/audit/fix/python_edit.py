@@ -33,7 +33,6 @@ with it.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import math
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kl_patches.audit.fix.change import Change
+from kl_patches.audit.fix.python_values import PythonEditError
 from kl_patches.audit.model import InputError
 from kl_patches.audit.python import PyLaunch, read_python
 
@@ -54,10 +54,6 @@ EXTRA = "fix"
 
 
 _MISSING = object()
-
-
-class PythonEditError(ValueError):
-    """A change that cannot be written into the script unambiguously (the message says why)."""
 
 
 def libcst_module() -> ModuleType:
@@ -172,11 +168,3 @@ def _same(have: Any, want: Any) -> bool:
     if isinstance(have, float) and math.isnan(have):
         return math.isnan(want)
     return bool(have == want)
-
-
-def literal_value(text: str) -> Any:
-    """The value of a literal written by :func:`~.python_cst.literal_text` (what the reader
-    computes for it)."""
-    if text.startswith("float("):
-        return float(ast.literal_eval(text[len("float(") : -1]))
-    return ast.literal_eval(text)

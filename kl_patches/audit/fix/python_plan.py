@@ -7,7 +7,7 @@ edits that change them (used by :mod:`.python_edit`).
 construction to its config the way :mod:`kl_patches.audit.python` does and lists, for a key,
 every place that writes it (:class:`Writer`), in the reader's order of precedence: the
 subclass's default, the config call's keyword arguments and ``**`` dict entries, then attributes
-assigned afterwards. Every case it cannot follow is a :class:`~.python_edit.PythonEditError`.
+assigned afterwards. Every case it cannot follow is a :class:`~.python_values.PythonEditError`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kl_patches import adapters
 from kl_patches.adapters.trl.versions import GRPO_DEFAULTS, RLOO_DEFAULTS
 from kl_patches.audit.fix.change import Change
 from kl_patches.audit.fix.python_cst import append_arg, literal_text, remove_arg, remove_element
-from kl_patches.audit.fix.python_edit import PythonEditError, literal_value
+from kl_patches.audit.fix.python_values import PythonEditError, literal_value
 from kl_patches.audit.python import PyLaunch
 
 __all__ = ["Plan", "Script", "Writer"]

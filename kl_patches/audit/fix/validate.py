@@ -41,7 +41,7 @@ import io
 import re
 import shlex
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kl_patches.audit.fix.change import LABELS, Change, ChangeSet
@@ -65,6 +65,7 @@ __all__ = [
     "installed",
     "installed_version",
     "native_check",
+    "register_command_check",
 ]
 
 OR = " or "
@@ -264,68 +265,25 @@ def command_words(text: str | Sequence[str]) -> list[str] | None:
     return None
 
 
+_COMMAND_CHECK: list[Callable[[str | Sequence[str]], Check]] = []
+"""kl-patches' own check of its command lines, registered by :mod:`kl_patches.cli.fix_commands`
+(the CLI sits above the audit, so the audit never imports it)."""
+
+
+def register_command_check(check: Callable[[str | Sequence[str]], Check]) -> None:
+    """Install the CLI's check of kl-patches command lines (:func:`check_command` calls it)."""
+    _COMMAND_CHECK[:] = [check]
+
+
 def check_command(text: str | Sequence[str]) -> Check:
     """Whether kl-patches' own argument parsing accepts the command line ``text`` (or its shell
-    words; placeholders ``<...>`` dropped: they stand for the library's arguments). The library
-    is not run; ``--help`` is accepted."""
-    words = command_words(text)
-    if words is None:
-        return Check(False, f"not a kl-patches command: {text!r}")
-    words = [w for w in words if not _PLACEHOLDER.fullmatch(w)]
-    from kl_patches.cli import COMMANDS, errors
-
-    if not words or words[0] not in COMMANDS:
-        return Check(False, f"kl-patches has no command {words[:1]}; valid: {sorted(COMMANDS)}")
-    name, rest = words[0], words[1:]
-    if "-h" in rest or "--help" in rest:
-        return Check(True, f"kl-patches {name} --help")
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            _parse_command(name, rest)
-    except (ValueError, errors.UsageError) as exc:
-        return Check(False, f"kl-patches {name} refuses it: {exc}")
-    except SystemExit:
-        lines = err.getvalue().strip().splitlines()
-        return Check(False, f"kl-patches {name} refuses it: {lines[-1] if lines else 'exit 2'}")
-    return Check(True, f"accepted by kl-patches {name}'s parser")
-
-
-def _parse_command(name: str, argv: list[str]) -> None:
-    """Parse a kl-patches command's arguments as the command does, running nothing."""
-    from kl_patches.adapters import flags
-
-    if name == "verl":
-        from kl_patches.adapters.verl.launch import overrides_of
-
-        overrides_of(argv)
-    elif name == "openrlhf":
-        from kl_patches.adapters.openrlhf.launch import OWN_FLAGS, parse_kl_args, split_argv
-
-        ours, _ = split_argv([a for a in argv if a not in OWN_FLAGS])
-        if parse_kl_args(ours) is None:
-            raise ValueError("kl-patches openrlhf needs --kl")
-    elif name == "trl":
-        from kl_patches.adapters.trl import launch
-
-        if not argv or argv[0] not in launch.SCRIPTS:
-            raise ValueError(f"kl-patches trl needs a trainer: {sorted(launch.SCRIPTS)}")
-        ours, rest = flags.split_argv(argv[1:], switches=launch.SWITCHES)
-        _, ours = launch._switch(ours, launch.MONITOR_SWITCH)
-        launch.check_flags(ours, rest)
-        flags.config_from_tokens(ours)
-    elif name == "verdict":
-        from kl_patches.cli import verdict
-
-        args = verdict.parser().parse_args(argv)
-        flags.build(args.name, flags.values_from_namespace(args))
-    elif name == "audit":
-        from kl_patches.cli import audit
-
-        audit.parser().parse_args(argv)
-    else:
-        raise ValueError(f"kl-patches {name} is not a command a fix runs")
+    words; placeholders ``<...>`` dropped). Not checked when the CLI is not loaded (the audit
+    used as a library without :mod:`kl_patches.cli`): never claimed accepted unchecked."""
+    if not _COMMAND_CHECK:
+        return Check(
+            None, "not checked (kl-patches' command line is not loaded: import kl_patches.cli)"
+        )
+    return _COMMAND_CHECK[0](text)
 
 
 # ----------------------------------------------------------------------------- python

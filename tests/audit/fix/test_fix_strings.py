@@ -26,6 +26,7 @@ import pytest
 
 from kl_patches.audit import AuditError, audit
 from kl_patches.audit.fix import validate
+from kl_patches.cli import audit as cli_audit  # noqa: F401  registers the kl-patches command check
 from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 from tests import quickstart

@@ -28,6 +28,8 @@ from kl_patches.audit.fix.validate import (
     kind_of,
 )
 from kl_patches.audit.model import AuditEntry
+from kl_patches.cli import audit as cli_audit  # noqa: F401  registers the kl-patches command check
+from kl_patches.cli import fix_commands
 
 CORPUS = Path(__file__).resolve().parents[2] / "audit_corpus"
 
@@ -214,3 +216,12 @@ def test_the_fix_summary_reports_verls_parser() -> None:
     bad = ChangeSet((Change("set", "hydra", "algorithm.no_such_key", "1"),), "native")
     refused = validate.change_set_check(entry, bad)
     assert refused.startswith("REFUSED by verl ") and "no_such_key" in refused
+
+
+def test_without_the_cli_a_command_is_not_checked_rather_than_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert fix_commands.check_command("kl-patches verdict k1-in-reward").accepted is True
+    monkeypatch.setattr(validate, "_COMMAND_CHECK", [])
+    found = check_command("kl-patches verdict k1-in-reward")
+    assert found.accepted is None and found.message.startswith("not checked")
