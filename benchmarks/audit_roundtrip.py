@@ -167,6 +167,10 @@ CAUSES = (
     ("entry point", "a project script as entry point: the kl-patches launcher cannot wrap it"),
     ("no kl-patches route", "no native fix and the kl-patches patch refuses that release"),
     ("not written in this file", "the launch is written in another file"),
+    (
+        "read from the command line",
+        "a script that takes its KL settings from its command line: they belong to the launch",
+    ),
     ("comment_ends_command", "a comment cuts the launch's KL flags off (bash drops them)"),
     ("no trainer with a reference KL", "the audit finds no trainer in it (one is expected)"),
 )
