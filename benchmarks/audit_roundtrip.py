@@ -204,6 +204,9 @@ def summarise(results: list[dict[str, Any]]) -> None:
     for r in results:
         if not r["ok"]:
             groups[cause(r["why"])].append(r["id"])
+    refused = [r for r in results if not r["ok"] and cause(r["why"]).startswith("refused")]
+    written = sum(1 for r in refused if r.get("changed"))
+    print(f"\nrefused by their release: {len(refused)}; the KL fix written anyway: {written}")
     print("\nexceptions by cause:")
     for why, ids in sorted(groups.items(), key=lambda x: -len(x[1])):
         print(f"- {len(ids)}: {why}: {', '.join(ids)}")
