@@ -564,3 +564,14 @@ def test_the_corpus_pins_the_newest_tested_releases() -> None:
     for d in adapters.descriptors():
         (pin,) = audit_versions.pins_in(corpus / "requirements.txt", d.name)
         assert pin.exact == d.support.tested[-1], d.name
+
+
+def test_every_refused_key_is_named(tmp_path: Path) -> None:
+    """The first refusals come with Hydra's reason, the rest by name: the user (and the fix's
+    list of choices) needs every name to rename or delete."""
+    keys = [f"my_project.option_{i}" for i in range(7)]
+    launch = "python3 -m verl.trainer.main_ppo " + " ".join(f"{k}=1" for k in keys) + "\n"
+    root = _repo(tmp_path, {"run.sh": launch})
+    (found,) = [f for f in _one(root / "run.sh").findings if f.code == "verl.key_rejected"]
+    assert all(k in found.message for k in keys)
+    assert "(and 3 more: " in found.message

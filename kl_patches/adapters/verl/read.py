@@ -369,7 +369,8 @@ def _check_keys(
             refused = refused_next
     if refused:
         shown = "; ".join(f"{item!r}: {why}" for _, item, why in refused[:4])
-        more = f" (and {len(refused) - 4} more)" if len(refused) > 4 else ""
+        rest = [_override_key(item)[1] for _, item, _ in refused[4:]]
+        more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
         findings.append(
             Finding(
                 "verl.key_rejected",

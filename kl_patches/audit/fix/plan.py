@@ -277,16 +277,12 @@ def refusals(entry: AuditEntry) -> dict[str, str]:
 
 
 def _refused_text(entry: AuditEntry) -> str:
-    return "left to you: " + "; ".join(refusals(entry).values())
+    return "left to you: " + "; ".join(f"{k} ({v})" for k, v in refusals(entry).items())
 
 
 def _only_refused(left: list[AuditFinding], after: AuditEntry) -> bool:
     """True when the release's refusals are all that keeps ``after`` from being clean."""
-    return (
-        bool(left)
-        and all(_refused(f.code) for f in left)
-        and not _biased(after)
-    )
+    return bool(left) and all(_refused(f.code) for f in left) and not _biased(after)
 
 
 def _left_text(left: list[AuditFinding]) -> str:
