@@ -167,6 +167,10 @@ CAUSES = (
     ("entry point", "a project script as entry point: the kl-patches launcher cannot wrap it"),
     ("no kl-patches route", "no native fix and the kl-patches patch refuses that release"),
     ("not written in this file", "the launch is written in another file"),
+    (
+        "read from the command line",
+        "a script that takes its KL settings from its command line: they belong to the launch",
+    ),
     ("comment_ends_command", "a comment cuts the launch's KL flags off (bash drops them)"),
     ("no trainer with a reference KL", "the audit finds no trainer in it (one is expected)"),
 )
@@ -200,6 +204,9 @@ def summarise(results: list[dict[str, Any]]) -> None:
     for r in results:
         if not r["ok"]:
             groups[cause(r["why"])].append(r["id"])
+    refused = [r for r in results if not r["ok"] and cause(r["why"]).startswith("refused")]
+    written = sum(1 for r in refused if r.get("changed"))
+    print(f"\nrefused by their release: {len(refused)}; the KL fix written anyway: {written}")
     print("\nexceptions by cause:")
     for why, ids in sorted(groups.items(), key=lambda x: -len(x[1])):
         print(f"- {len(ids)}: {why}: {', '.join(ids)}")

@@ -355,29 +355,83 @@ def _source(module: object, key: str, release: str) -> str:
     ("library", "version", "text", "suffix", "kl", "key", "cited"),
     [
         # TRL GRPO beta default: 0.04 until 0.18.2, 0.0 from 0.19.0
-        ("trl", "0.18.2", GRPO_NO_BETA, ".yaml", K3_LOSS_004[:3], "grpo.beta_default",
-         "trl/trainer/grpo_config.py:174 (TRL 0.14.0)"),
-        ("trl", "0.19.0", GRPO_NO_BETA, ".yaml", (None, "none", 0.0), "grpo.beta_default",
-         "trl/trainer/grpo_config.py:413 (TRL 0.19.0)"),
+        (
+            "trl",
+            "0.18.2",
+            GRPO_NO_BETA,
+            ".yaml",
+            K3_LOSS_004[:3],
+            "grpo.beta_default",
+            "trl/trainer/grpo_config.py:174 (TRL 0.14.0)",
+        ),
+        (
+            "trl",
+            "0.19.0",
+            GRPO_NO_BETA,
+            ".yaml",
+            (None, "none", 0.0),
+            "grpo.beta_default",
+            "trl/trainer/grpo_config.py:413 (TRL 0.19.0)",
+        ),
         # RLOO: kl_coef is the coefficient before 0.22.0 (k1 in the reward), then beta
-        ("trl", "0.21.0", "trainer: rloo\nkl_coef: 0.1\n", ".yaml", ("k1", "reward", 0.1),
-         "rloo.kl_coef_name", "trl/trainer/rloo_config.py:75 (TRL 0.14.0)"),
-        ("trl", "0.22.0", "trainer: rloo\nbeta: 0.1\n", ".yaml", ("k1", "reward", 0.1),
-         "rloo.kl_coef_name", "trl/trainer/rloo_config.py:422 (TRL 0.22.0)"),
+        (
+            "trl",
+            "0.21.0",
+            "trainer: rloo\nkl_coef: 0.1\n",
+            ".yaml",
+            ("k1", "reward", 0.1),
+            "rloo.kl_coef_name",
+            "trl/trainer/rloo_config.py:75 (TRL 0.14.0)",
+        ),
+        (
+            "trl",
+            "0.22.0",
+            "trainer: rloo\nbeta: 0.1\n",
+            ".yaml",
+            ("k1", "reward", 0.1),
+            "rloo.kl_coef_name",
+            "trl/trainer/rloo_config.py:422 (TRL 0.22.0)",
+        ),
         # verl: the reward KL whenever the loss KL is off (0.2-0.3), use_kl_in_reward from 0.4.0
-        ("verl", "0.3.0", VERL_LOSS_OFF, ".sh", ("k1", "reward", 0.001), "reward.gate",
-         "verl/trainer/ppo/ray_trainer.py:917 (verl 0.2)"),
-        ("verl", "0.4.0", VERL_LOSS_OFF, ".sh", (None, "none", 0.0), "reward.gate",
-         "verl/trainer/ppo/ray_trainer.py:1124 (verl 0.4.0)"),
+        (
+            "verl",
+            "0.3.0",
+            VERL_LOSS_OFF,
+            ".sh",
+            ("k1", "reward", 0.001),
+            "reward.gate",
+            "verl/trainer/ppo/ray_trainer.py:917 (verl 0.2)",
+        ),
+        (
+            "verl",
+            "0.4.0",
+            VERL_LOSS_OFF,
+            ".sh",
+            (None, "none", 0.0),
+            "reward.gate",
+            "verl/trainer/ppo/ray_trainer.py:1124 (verl 0.4.0)",
+        ),
         # OpenRLHF: --use_kl_estimator_k3 (0.5.0-0.6.0) selects k3; --init_kl_coef its coef
-        ("openrlhf", "0.6.0",
-         "python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.03 --use_kl_estimator_k3\n",
-         ".sh", ("k3", "reward", 0.03), "flag.algo.kl.estimator",
-         "openrlhf/cli/train_ppo_ray.py:283 (OpenRLHF 0.5.0)"),
-        ("openrlhf", "0.9.1", OPENRLHF_FLAT, ".sh", ("k1", "loss", 0.02),
-         "flag.algo.kl.init_coef", "openrlhf/cli/train_ppo_ray.py:281 (OpenRLHF 0.5.0)"),
+        (
+            "openrlhf",
+            "0.6.0",
+            "python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.03 --use_kl_estimator_k3\n",
+            ".sh",
+            ("k3", "reward", 0.03),
+            "flag.algo.kl.estimator",
+            "openrlhf/cli/train_ppo_ray.py:283 (OpenRLHF 0.5.0)",
+        ),
+        (
+            "openrlhf",
+            "0.9.1",
+            OPENRLHF_FLAT,
+            ".sh",
+            ("k1", "loss", 0.02),
+            "flag.algo.kl.init_coef",
+            "openrlhf/cli/train_ppo_ray.py:281 (OpenRLHF 0.5.0)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_rows_through_the_reader(
     tmp_path: Path,
     library: str,
@@ -437,6 +491,32 @@ def test_a_vendored_copy_with_the_kl_loss_sign_bug(tmp_path: Path) -> None:
     assert "verl.kl_loss_sign_bug" not in {f.code for f in _one(fixed / "run.sh").findings}
 
 
+def test_the_kl_loss_sign_bug_is_no_error_without_the_kl_loss(tmp_path: Path) -> None:
+    """The subtracting line is only reached under use_kl_loss: with it off (the fix moves the
+    KL into the reward) the copy's bug is a note, and the launch is read as its reward KL."""
+    actor = "        policy_loss = policy_loss - kl_loss * self.config.kl_loss_coef\n"
+    launch = (
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_kl_loss=False "
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl algorithm.kl_ctrl.kl_coef=0.001\n"
+    )
+    files = {"verl/version/version": "0.1\n", "run.sh": launch}
+    root = _repo(tmp_path, {**files, "verl/workers/actor/dp_actor.py": actor})
+    entry = _one(root / "run.sh")
+    codes = {f.code: f.severity for f in entry.findings}
+    assert "verl.kl_loss_sign_bug" not in codes
+    assert codes["verl.kl_loss_sign_bug_unused"] == "info"
+    assert entry.status != "error"
+    on = _repo(
+        tmp_path / "on",
+        {
+            **files,
+            "run.sh": launch.replace("=False", "=True"),
+            "verl/workers/actor/dp_actor.py": actor,
+        },
+    )
+    assert {f.code for f in _one(on / "run.sh").findings} >= {"verl.kl_loss_sign_bug"}
+
+
 # ----------------------------------------------------------------------------- --installed
 def test_installed_reads_the_installed_version(monkeypatch: pytest.MonkeyPatch) -> None:
     """--installed goes through the same tables: TRL 0.18.0 installed runs GRPO with beta
@@ -484,3 +564,14 @@ def test_the_corpus_pins_the_newest_tested_releases() -> None:
     for d in adapters.descriptors():
         (pin,) = audit_versions.pins_in(corpus / "requirements.txt", d.name)
         assert pin.exact == d.support.tested[-1], d.name
+
+
+def test_every_refused_key_is_named(tmp_path: Path) -> None:
+    """The first refusals come with Hydra's reason, the rest by name: the user (and the fix's
+    list of choices) needs every name to rename or delete."""
+    keys = [f"my_project.option_{i}" for i in range(7)]
+    launch = "python3 -m verl.trainer.main_ppo " + " ".join(f"{k}=1" for k in keys) + "\n"
+    root = _repo(tmp_path, {"run.sh": launch})
+    (found,) = [f for f in _one(root / "run.sh").findings if f.code == "verl.key_rejected"]
+    assert all(k in found.message for k in keys)
+    assert "(and 3 more: " in found.message

@@ -431,7 +431,8 @@ def read(
         )
     if refused:
         shown = "; ".join(f"{o} ({why})" for o, why in refused[:4])
-        more = f" and {len(refused) - 4} more" if len(refused) > 4 else ""
+        rest = [o for o, _ in refused[4:]]
+        more = f" and {len(rest)} more: {', '.join(rest)}" if rest else ""
         extra.append(
             Finding(
                 "openrlhf.flag_rejected",

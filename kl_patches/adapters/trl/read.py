@@ -403,7 +403,7 @@ def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], 
             else f"TRL up to {last}"
         )
         parts.append(f"{key} ({when})")
-    more = f" and {len(refused) - 6} more" if len(refused) > 6 else ""
+    more = f" and {len(refused) - 6} more ({', '.join(refused[6:])})" if len(refused) > 6 else ""
     finding = Finding(
         "trl.field_rejected",
         "error",

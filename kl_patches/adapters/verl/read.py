@@ -212,6 +212,7 @@ def read(
     s = _settings(_merged_flat(source, base, defaults), sem)
     extra = _extra(source, base)
     effective = _effective(s, sem)
+    findings += _sign_bug_findings(version_file, effective)
     loss_config: KLConfig | None = None
     names = _name_findings(effective, sem)
     if names:
@@ -368,7 +369,8 @@ def _check_keys(
             refused = refused_next
     if refused:
         shown = "; ".join(f"{item!r}: {why}" for _, item, why in refused[:4])
-        more = f" (and {len(refused) - 4} more)" if len(refused) > 4 else ""
+        rest = [_override_key(item)[1] for _, item, _ in refused[4:]]
+        more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
         findings.append(
             Finding(
                 "verl.key_rejected",
@@ -413,20 +415,38 @@ def _version_findings(
                 f"python -m verl.trainer.main_ppo {LAUNCH_ARGUMENTS['verl']}",
             )
         )
-    if version_file:
-        bug = vendored_sign_bug(version_file)
-        if bug:
-            out.append(
-                Finding(
-                    "verl.kl_loss_sign_bug",
-                    "error",
-                    f"This vendored verl maximises the KL loss ({bug}: policy_loss - kl_loss * "
-                    "coef, verl's main branch from 2025-01-23 to 2025-02-01, fixed by PR #179): "
-                    "use_kl_loss pushes the policy away from the reference. Fix the line to "
-                    "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef.",
-                )
-            )
     return out
+
+
+def _sign_bug_findings(version_file: str, effective: dict[str, Any]) -> list[Finding]:
+    """The vendored copy's KL-loss sign bug (see :func:`.semantics.vendored_sign_bug`): an
+    error when this launch runs the loss-side KL (the effective ``use_kl_loss``), otherwise
+    only a note, since the subtracting line is never reached."""
+    bug = vendored_sign_bug(version_file) if version_file else None
+    if not bug:
+        return []
+    line = (
+        f"This vendored verl maximises the KL loss ({bug}: policy_loss - kl_loss * coef, "
+        "verl's main branch from 2025-01-23 to 2025-02-01, fixed by PR #179)"
+    )
+    repair = "policy_loss = policy_loss + kl_loss * self.config.kl_loss_coef"
+    if effective.get(ACTOR + "use_kl_loss"):
+        return [
+            Finding(
+                "verl.kl_loss_sign_bug",
+                "error",
+                f"{line}: use_kl_loss pushes the policy away from the reference. Fix the line "
+                f"to {repair}.",
+            )
+        ]
+    return [
+        Finding(
+            "verl.kl_loss_sign_bug_unused",
+            "info",
+            f"{line}; this launch runs no KL loss (use_kl_loss is off), so it is not reached. "
+            f"Before turning use_kl_loss on, fix the line to {repair}.",
+        )
+    ]
 
 
 _GATE_TEXT = {

@@ -13,6 +13,15 @@ with the launcher's KLConfig. Findings only the user can settle (an estimator th
 reward, a version pin) are listed in :attr:`ChangeSet.user_choices` with their options and do
 not count against a clean re-audit.
 
+A launch its release refuses (a key, flag or field it lacks, an entry point it does not have:
+:func:`refusals`) still gets its KL fix when the refusal is all that is left: the reader reads
+what runs once the refused names are gone, the producer's follow-ups rename those its name
+tables know (OpenRLHF's flat and dotted flags), and the rest are listed in
+:attr:`ChangeSet.user_choices` (which release or name was meant is the user's to say). Such a
+re-audit still reports the refusal: the file is not clean until the user settles it. A
+refused launch whose KL needs no change gets none (nor a switch of launcher, which would pass
+the same names on).
+
 A launch with no KL keeps none, unless the launch shows a KL was meant (the producer's
 ``intended_coef``: a coefficient written under switched-off placements); then the fix turns on
 k1 in the reward at that coefficient.
@@ -32,7 +41,7 @@ from kl_patches.audit.fix.payload import apply_payload
 from kl_patches.audit.model import AuditEntry, AuditError, AuditFinding, AuditInput
 from kl_patches.config import KLConfig
 
-__all__ = ["NOT_KL", "Plan", "blocking", "merge", "plan_launch"]
+__all__ = ["NOT_KL", "Plan", "blocking", "merge", "plan_launch", "refusals"]
 
 NOT_KL = frozenset(
     {
@@ -89,11 +98,18 @@ def blocking(entry: AuditEntry, allowed: frozenset[str] = frozenset()) -> list[A
             or (f.severity == "warning" and f.code not in NOT_KL and not _about_file(f.code))
         )
     ]
-    if entry.status == "biased" and not out:
+    if _biased(entry) and not out:
         out.append(
             AuditFinding("biased", "warning", f"the verdict is biased: {entry.verdict.gradient}")
         )
     return out
+
+
+def _biased(entry: AuditEntry) -> bool:
+    """The verdict is biased, also under an error status (a release's refusal hides it)."""
+    return entry.status == "biased" or (
+        entry.status == "error" and entry.kl_on and not entry.verdict.unbiased
+    )
 
 
 def _about_file(code: str) -> bool:
@@ -146,11 +162,19 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
         lib = producer(inp.library)
     except ModuleNotFoundError:
         return Plan(entry, None, why=f"no fix producer for {inp.library}")
+    renames = [c for f in entry.findings if _refused(f.code) for c in lib.followup(f, entry, inp)]
+    if renames:
+        try:
+            return _renamed_first(inp, entry, renames, versions)
+        except AuditError as err:
+            return Plan(entry, None, why=f"the renamed launch cannot be read: {err}")
     choices = lib.user_choices(entry)
     allowed = frozenset(choices)
     coef = _coef(entry)
     if coef is None:
         coef = lib.intended_coef(entry, inp)
+    if entry.kl_on and _only_refused(blocking(entry, allowed), entry):
+        return Plan(entry, None, why="the KL needs no change; " + _refused_text(entry))
     if coef is None or (entry.kl_on and not blocking(entry, allowed)):
         now = blocking(entry, allowed)
         if coef is not None or not now:
@@ -159,6 +183,7 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
         if all(f.code.endswith("kl_off") for f in now):
             return Plan(entry, None, why="no KL, and none meant (" + now[0].code + ")")
         return Plan(entry, None, why=_left_text(now))
+    needs_kl = _biased(entry) or any(not _refused(f.code) for f in blocking(entry, allowed))
     changes = lib.changes(entry, inp, coef)
     missing: dict[str, str] = {}
     route = ""
@@ -186,6 +211,8 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             if new == changes:
                 break
             changes = new
+        if needs_kl and changes and after is not None and _only_refused(left, after):
+            return _done(entry, changes, "native", after, lib, missing | refusals(after))
         kl_changes, kl = lib.patched(entry, inp, coef)
         if not kl_changes:
             route = (
@@ -197,10 +224,65 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             left2 = blocking(after, allowed | frozenset(lib.user_choices(after)))
             if not left2:
                 return _done(entry, kl_changes, "with kl-patches", after, lib, {})
+            if needs_kl and _only_refused(left2, after):
+                return _done(entry, kl_changes, "with kl-patches", after, lib, refusals(after))
             left = left2
     except AuditError as err:
         return Plan(entry, None, why=f"the changed launch cannot be read: {err}")
     return Plan(entry, None, after=after, why=_left_text(left) + route)
+
+
+def _renamed_first(
+    inp: AuditInput, entry: AuditEntry, renames: list[Change], versions: dict[str, str] | None
+) -> Plan:
+    """The plan of the launch with the names its release refuses renamed first (the producer
+    knows the release's spelling), so that the KL fix is found for the KL those names set
+    (the reading of the refused launch leaves them out), then written after the renames."""
+    renamed_inp = dataclasses.replace(inp, payload=apply_payload(inp.payload, renames))
+    renamed = _reaudit(inp, renames, versions, None)
+    plan = plan_launch(renamed_inp, renamed, versions)
+    if plan.changes is not None:
+        changes = merge(renames, list(plan.changes.changes))
+        cs = dataclasses.replace(plan.changes, changes=tuple(changes))
+        return dataclasses.replace(plan, entry=entry, changes=cs)
+    left = blocking(renamed, plan.allowed)
+    if plan.why.startswith(("nothing", "no KL")) or _only_refused(left, renamed):
+        texts = refusals(renamed)
+        cs = ChangeSet(tuple(renames), "native", tuple(texts.values()))
+        return Plan(entry, cs, after=renamed, allowed=plan.allowed | frozenset(texts))
+    return dataclasses.replace(plan, entry=entry)
+
+
+def _refused(code: str) -> bool:
+    return code.endswith("_rejected") or code.endswith(".entry_not_in_version")
+
+
+def refusals(entry: AuditEntry) -> dict[str, str]:
+    """The launch's refusals by its release (``*_rejected``, ``*.entry_not_in_version``), by
+    code, each with the names refused and what the user can do."""
+    out = {}
+    for f in entry.findings:
+        if not _refused(f.code):
+            continue
+        said = f.message.split(" The reading leaves")[0].rstrip(". ")
+        if f.code.endswith(".entry_not_in_version"):
+            todo = "switch the entry point" + (f" ({f.fix})" if f.fix else "")
+        else:
+            todo = "rename or delete them"
+        out[f.code] = (
+            f"{said}: {todo}, or run the release the launch was written for (the KL fix is "
+            "written for what runs once they are gone)"
+        )
+    return out
+
+
+def _refused_text(entry: AuditEntry) -> str:
+    return "left to you: " + "; ".join(f"{k} ({v})" for k, v in refusals(entry).items())
+
+
+def _only_refused(left: list[AuditFinding], after: AuditEntry) -> bool:
+    """True when the release's refusals are all that keeps ``after`` from being clean."""
+    return bool(left) and all(_refused(f.code) for f in left) and not _biased(after)
 
 
 def _left_text(left: list[AuditFinding]) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kl_patches.audit.fix.apply import diff, fix_file, write_fix
+from kl_patches.audit.fix.apply import diff, fix_file, summary, write_fix
 from kl_patches.audit.run import audit
 from kl_patches.cli.audit import main
 from tests.audit.fix.conftest import CASES
@@ -111,3 +111,23 @@ def test_an_override_list_round_trips(tmp_path: Path) -> None:
     assert "algorithm.use_kl_in_reward=True algorithm.kl_penalty=kl\n" in fix.new_text
     write_fix(fix, backup=False)
     assert all(e.status not in ("biased", "error") for e in audit(str(path)))
+
+
+def test_a_refused_launch_is_written_with_its_kl_fix_and_renames(tmp_path: Path) -> None:
+    """OpenRLHF 0.11.2 refuses the flat flags (renamed) and a fork's own flag (left to the
+    user): the edit renames, writes k1 in the reward, and keeps the fork's flag as it is."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray \\\n"
+        "   --init_kl_coef 0.01 --use_kl_loss --kl_estimator k3 \\\n"
+        "   --my_fork_flag 3\n"
+    )
+    fix = fix_file(path, versions={"openrlhf": "0.11.2"})
+    assert fix.problems == [] and fix.changed
+    assert fix.new_text.splitlines()[1].split() == ["--algo.kl.init_coef", "0.01",
+                                                    "--algo.kl.estimator", "k1", "\\"]  # fmt: skip
+    assert fix.new_text.splitlines()[2] == "   --my_fork_flag 3"
+    (entry,) = fix.after
+    assert (entry.reading.config.estimator, entry.reading.config.placement) == ("k1", "reward")
+    assert {f.code for f in entry.findings if f.severity == "error"} == {"openrlhf.flag_rejected"}
+    assert any("your choice" in ln and "--my_fork_flag" in ln for ln in summary(fix))

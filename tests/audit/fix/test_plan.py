@@ -10,7 +10,7 @@ from kl_patches.audit.fix.change import Change
 from kl_patches.audit.fix.plan import blocking, merge, plan_launch
 from kl_patches.audit.inputs import inputs_from_file
 from kl_patches.audit.run import audit_input
-from tests.audit.fix.conftest import CASES, VERL_SHELL
+from tests.audit.fix.conftest import CASES, OPENRLHF_SHELL, VERL_SHELL
 
 
 def _plans(tmp_path: Path, name: str, text: str, versions: dict[str, str] | None = None):
@@ -81,3 +81,69 @@ def test_merge_keeps_one_change_per_key_the_later_wins() -> None:
     b = [Change("set", "hydra", "x", "2")]
     out = merge(a, b)
     assert [(c.key, c.value) for c in out] == [("y", "1"), ("x", "2")]
+
+
+REFUSED_VERL = VERL_SHELL.replace(
+    "    trainer.total_epochs", "    my_project.reward_style=fancy \\\n    trainer.total_epochs"
+)
+"""The synthetic verl GRPO launch with a project key the release's config lacks."""
+
+
+def test_a_refused_launch_still_gets_its_kl_fix_and_the_refusal_as_a_choice(
+    tmp_path: Path,
+) -> None:
+    (plan,) = _plans(tmp_path, "run.sh", REFUSED_VERL)
+    assert "verl.key_rejected" in {f.code for f in plan.entry.findings}
+    assert plan.changes is not None and plan.changes.label == "native", plan.why
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys["algorithm.use_kl_in_reward"] == "True"
+    assert keys["actor_rollout_ref.actor.use_kl_loss"] == "False"
+    assert "my_project.reward_style" not in keys  # the user's key is not touched
+    (choice,) = [u for u in plan.changes.user_choices if "my_project.reward_style" in u]
+    assert "rename or delete" in choice
+    assert plan.after is not None
+    assert (plan.after.reading.config.estimator, plan.after.reading.config.placement) == (
+        "k1",
+        "reward",
+    )
+    assert "verl.key_rejected" in {f.code for f in plan.after.findings}  # still the user's
+    assert not blocking(plan.after, plan.allowed)
+    assert blocking(plan.after)  # not clean until the user settles the refusal
+
+
+def test_a_refused_launch_whose_kl_is_clean_gets_no_kl_change(tmp_path: Path) -> None:
+    clean = REFUSED_VERL.replace("use_kl_loss=True", "use_kl_loss=False").replace(
+        "    algorithm.adv_estimator=grpo \\\n",
+        "    algorithm.adv_estimator=grpo \\\n    algorithm.use_kl_in_reward=True \\\n"
+        "    algorithm.norm_adv_by_std_in_grpo=False \\\n    algorithm.kl_ctrl.kl_coef=0.002 \\\n",
+    )
+    (plan,) = _plans(tmp_path, "run.sh", clean)
+    assert plan.entry.reading.config.placement == "reward"
+    assert plan.changes is None  # no KL change, and no switch of launcher to dodge the refusal
+    assert plan.why.startswith("the KL needs no change") and "my_project.reward_style" in plan.why
+
+
+def test_a_biased_verdict_under_a_refusal_still_blocks(tmp_path: Path) -> None:
+    (plan,) = _plans(tmp_path, "run.sh", REFUSED_VERL)
+    entry = plan.entry
+    assert entry.status == "error" and not entry.verdict.unbiased
+    codes = [f.code for f in blocking(entry, frozenset({"verl.key_rejected"}))]
+    assert codes and "verl.key_rejected" not in codes
+
+
+def test_openrlhf_flags_of_an_older_release_are_renamed_before_the_kl_fix(
+    tmp_path: Path,
+) -> None:
+    text = OPENRLHF_SHELL.replace(
+        "   --advantage_estimator group_norm", "   --advantage_estimator group_norm \\\n"
+        "   --my_fork_flag 3"
+    )  # fmt: skip
+    (plan,) = _plans(tmp_path, "run.sh", text, versions={"openrlhf": "0.11.2"})
+    assert plan.changes is not None, plan.why
+    renames = {c.key: c.new_key for c in plan.changes.changes if c.action == "rename"}
+    assert renames["--kl_estimator"] == "--algo.kl.estimator"
+    assert renames["--init_kl_coef"] == "--algo.kl.init_coef"
+    sets = {c.key: c.value for c in plan.changes.changes if c.action == "set"}
+    assert sets.get("--algo.kl.estimator") == "k1"  # the fix wins over the renamed k3
+    assert any("--my_fork_flag" in u for u in plan.changes.user_choices)
+    assert plan.after is not None and plan.after.reading.config.placement == "reward"
