@@ -41,18 +41,24 @@ def command_lines(lines: list[str], start: int) -> tuple[int, int]:
     return start, end
 
 
-def _code(line: str) -> str:
-    """The line without a trailing comment (a ``#`` after whitespace, outside quotes)."""
+def split_comment(text: str) -> tuple[str, str]:
+    """``text`` split before its trailing comment (a ``#`` at the start or after whitespace,
+    outside quotes): the rule bash and YAML share (the YAML writer uses it too)."""
     quote = ""
-    for i, ch in enumerate(line):
+    for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i]
-    return line
+        elif ch == "#" and (i == 0 or text[i - 1].isspace()):
+            return text[:i], text[i:]
+    return text, ""
+
+
+def _code(line: str) -> str:
+    """The line without a trailing comment."""
+    return split_comment(line)[0]
 
 
 def _pattern(change: Change, key: str | None = None) -> re.Pattern[str]:

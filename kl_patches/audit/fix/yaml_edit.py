@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from kl_patches.audit.fix.change import Change
-from kl_patches.audit.fix.shell_edit import EditError
+from kl_patches.audit.fix.shell_edit import EditError, split_comment
 
 __all__ = ["apply_yaml"]
 
@@ -94,7 +94,7 @@ def _set(lines: list[str], change: Change) -> None:
         m = _KEY.match(lines[r])
         assert m is not None
         rest = m.group("rest")
-        value_part, comment = _split_comment(rest)
+        value_part, comment = split_comment(rest)
         old = value_part.strip()
         if old.startswith(("{", "[", "|", ">", "&", "*")) or old == "":
             raise EditError(f"{change.key} is not a plain scalar in this file; edit it by hand")
@@ -110,7 +110,7 @@ def _set(lines: list[str], change: Change) -> None:
         parent = rows[-1]
         p_indent = len(lines[parent]) - len(lines[parent].lstrip(" "))
         m = _KEY.match(lines[parent])
-        if m and _split_comment(m.group("rest"))[0].strip():
+        if m and split_comment(m.group("rest"))[0].strip():
             raise EditError(f"{'.'.join(parts[: len(rows)])} is not a mapping in block style")
         end = _block_end(lines, parent, p_indent)
         kids = _children(lines, parent + 1, end, p_indent)
@@ -138,19 +138,6 @@ def _file_step(lines: list[str]) -> int:
         if _meaningful(ln) and ln.startswith(" "):
             return len(ln) - len(ln.lstrip(" "))
     return 2
-
-
-def _split_comment(rest: str) -> tuple[str, str]:
-    quote = ""
-    for i, ch in enumerate(rest):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#" and (i == 0 or rest[i - 1].isspace()):
-            return rest[:i], rest[i:]
-    return rest, ""
 
 
 def _unset(lines: list[str], change: Change) -> None:
