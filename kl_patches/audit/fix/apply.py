@@ -127,10 +127,8 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
             new = apply_yaml(new, [c for c in p.changes.changes if c.action != "entry_point"])
         return new
     if kind == "python":
-        try:
-            from kl_patches.audit.fix.python_edit import apply_python  # type: ignore[import-not-found]
-        except ImportError as err:
-            raise EditError("fixing a Python file is not supported yet") from err
+        from kl_patches.audit.fix.python_edit import apply_python
+
         new = text
         for p in todo:
             assert p.changes is not None
@@ -139,7 +137,9 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
                 new = apply_python(new, edits)
             except (ValueError, TypeError) as err:  # the Python writer's refusal, with why
                 raise EditError(f"{p.entry.origin}: {err}") from err
-        return str(new)
+            except ImportError as err:  # libcst missing: the message names the extra
+                raise EditError(str(err)) from err
+        return new
     if kind == "json":
         raise EditError("fixing a JSON config is not supported yet; edit it by hand")
     if all(p.entry.kind == "overrides" for p in todo):

@@ -69,19 +69,39 @@ def test_cli_write_without_fix_is_a_usage_error(
     assert "--fix" in capsys.readouterr().err
 
 
-def test_a_python_file_without_the_python_writer_is_reported(tmp_path: Path) -> None:
+_GRPO_SCRIPT = (
+    "from trl import GRPOConfig, GRPOTrainer\n"
+    "args = GRPOConfig(output_dir='o', beta=0.04)\n"
+    "GRPOTrainer(model='m', args=args, reward_funcs=[], train_dataset=[]).train()\n"
+)
+
+
+def test_a_python_file_goes_through_the_python_writer_and_the_re_audit(tmp_path: Path) -> None:
+    """GRPO's fix needs the kl-patches launcher, which a script's own edit cannot switch in:
+    the writer's edit (beta) is re-audited, found not clean, and nothing is written."""
     path = tmp_path / "train.py"
-    path.write_text(
-        "from trl import GRPOConfig, GRPOTrainer\n"
-        "args = GRPOConfig(output_dir='o', beta=0.04)\n"
-        "GRPOTrainer(model='m', args=args, reward_funcs=[], train_dataset=[]).train()\n"
-    )
+    path.write_text(_GRPO_SCRIPT)
     fix = fix_file(path)
-    try:
-        import kl_patches.audit.fix.python_edit  # noqa: F401
-    except ImportError:
-        assert not fix.changed
-        assert any("Python file is not supported yet" in p for p in fix.problems)
+    assert not fix.changed and path.read_text() == _GRPO_SCRIPT
+    assert any("after the edit the audit still reports" in p for p in fix.problems), fix.problems
+
+
+def test_without_libcst_a_python_fix_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kl_patches.audit.fix import python_edit
+
+    def missing() -> None:
+        raise ImportError(
+            f"editing a Python launch needs libcst: pip install 'kl-patches[{python_edit.EXTRA}]'"
+        )
+
+    monkeypatch.setattr(python_edit, "libcst_module", missing)
+    path = tmp_path / "train.py"
+    path.write_text(_GRPO_SCRIPT)
+    fix = fix_file(path)
+    assert not fix.changed
+    assert any(f"kl-patches[{python_edit.EXTRA}]" in p for p in fix.problems), fix.problems
 
 
 def test_a_command_shared_with_a_launch_needing_no_change_is_not_written(tmp_path: Path) -> None:
