@@ -69,8 +69,10 @@ def pinned_version(item: dict[str, Any]) -> str:
     version = str(pin["version"])
     where = str(pin.get("where", ""))
     own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
-    vendored = not own and where.endswith(VERSION_FILES) and (
-        " " not in where or where.startswith("submodule ")
+    vendored = (
+        not own
+        and where.endswith(VERSION_FILES)
+        and (" " not in where or where.startswith("submodule "))
     )
     if vendored and "+" not in version and not version.endswith(("x", "*")):
         return version + "+vendored"

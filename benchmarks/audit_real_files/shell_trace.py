@@ -61,10 +61,10 @@ exit 0
 
 _PYTHON_EXTRA = 'if [ "$1" = "-c" ]; then exit 1; fi'
 
-_NVIDIA_SMI_EXTRA = r'''case " $* " in
+_NVIDIA_SMI_EXTRA = r"""case " $* " in
   *" -L "*) for i in 0 1 2 3 4 5 6 7; do echo "GPU $i: NVIDIA H100 80GB HBM3"; done ;;
   *--query-gpu*) for i in 0 1 2 3 4 5 6 7; do echo "NVIDIA H100 80GB HBM3"; done ;;
-esac'''
+esac"""
 
 
 @dataclass
