@@ -248,6 +248,7 @@ def _make_input(
         context=context,
         findings=tuple(extra),
         branch=tuple(cmd.branch),
+        assumed=tuple(cmd.assumed),
         unknown_items=lost,
         empty_items=empty,
         vanished=tuple(cmd.vanished),
@@ -384,6 +385,7 @@ def _python_launches(
                 context=context,
                 findings=tuple(findings),
                 branch=tuple(cmd.branch) if cmd else (),
+                assumed=tuple(cmd.assumed) if cmd else (),
                 unresolved=tuple(cmd.unresolved) if cmd else (),
                 version=ctx.version,
             )
