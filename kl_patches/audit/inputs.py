@@ -475,7 +475,9 @@ def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
     return [a for a in argv if any(re.search(m, a) for m in d.argv_markers)]
 
 
-def _sibling_hits(d: AdapterDescriptor, cmd: Command, word: str, ctx: _Ctx) -> tuple[int, list[str]]:
+def _sibling_hits(
+    d: AdapterDescriptor, cmd: Command, word: str, ctx: _Ctx
+) -> tuple[int, list[str]]:
     """(line, options) of another command of the file that runs the same unknown script
     ``word`` (same path as written, same working directory) with ``d``'s trainer options;
     (0, []) when none does. One program is one trainer: a launch of it that only sets, say,

@@ -329,8 +329,7 @@ def _probe_choice(interp: Interpreter, node: AndOr, w: World, written: str) -> s
         package = probed_package(words)
         if package is not None and probe is None:
             if not all(
-                r.heredoc is None and (r.target == "/dev/null" or r.op == ">&")
-                for r in part.redirs
+                r.heredoc is None and (r.target == "/dev/null" or r.op == ">&") for r in part.redirs
             ):
                 return None
             probe = package
