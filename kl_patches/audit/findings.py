@@ -317,7 +317,7 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 + "; ".join(inp.assumed)
                 + ". This launch is the run on such a GPU machine; the audit never runs the "
                 "probe.",
-                "set the variable the probe decides with --var NAME=VALUE to read the other run",
+                "",
                 "audit",
             )
         )

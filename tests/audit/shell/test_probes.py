@@ -75,6 +75,16 @@ def test_the_probe_reads_as_failing_and_the_script_runs_one_launch(
     assert found.severity == "info"
     assert "Ascend NPUs" in found.message and "'npu'" in found.message, found.message
     assert "'gpu'" in found.message
+    assert "--var DEVICE=VALUE" in found.message  # DEVICE=${DEVICE:-$(probe)}
+
+
+def test_a_plain_assignment_names_no_variable_to_set() -> None:
+    # DEVICE=$(probe): the script overwrites any DEVICE given, so no --var hint
+    script = parse_script(f"DEVICE={PROBES[0]}\nrun $DEVICE\n")
+    (launch,) = [c for c in script.commands if c.words[0] == "run"]
+    assert launch.words == ["run", "gpu"]
+    (assumed,) = launch.assumed
+    assert "--var" not in assumed and "'npu'" in assumed
 
 
 def test_the_gpu_arm_is_the_one_read() -> None:
