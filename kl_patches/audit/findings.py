@@ -68,6 +68,9 @@ newest of them, while the installed (error) or newest tested (warning) release r
 TEMPLATE_PLACEHOLDER = "template_placeholder"
 """The file is a template with ``VAR=<PATH>`` placeholders, which bash cannot run (a warning
 when an option of the launch takes its value from one)."""
+ACCELERATOR_ASSUMED = "accelerator_assumed"
+"""The script probes for a vendor accelerator package (``python3 -c 'import torch_npu'``): read
+as failing (an NVIDIA GPU machine), with the other run named."""
 
 CODES = (
     KL_OFF,
@@ -92,6 +95,7 @@ CODES = (
     VERSION_PIN_CONFLICT,
     VERSION_FROM_NAMES,
     TEMPLATE_PLACEHOLDER,
+    ACCELERATOR_ASSUMED,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -300,6 +304,19 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 f"This launch runs only in some branches ({', '.join(inp.branch)}) of tests the "
                 "audit cannot decide (they depend on command output, files, the node or the "
                 "script's arguments: see the notes); every branch is read and reported.",
+                "",
+                "audit",
+            )
+        )
+    if inp.assumed:
+        out.append(
+            AuditFinding(
+                ACCELERATOR_ASSUMED,
+                "info",
+                "The script picks its settings by probing the machine: "
+                + "; ".join(inp.assumed)
+                + ". This launch is the run on such a GPU machine; the audit never runs the "
+                "probe.",
                 "",
                 "audit",
             )

@@ -107,7 +107,17 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
     m = ASSIGN.match(item)
     assert m is not None
     name, sub, op, raw = m.group(1), m.group(2), m.group(3), m.group(4)
+    probes = len(w.assumed)
     value, taint = interp.expand_string(raw, w, assignment=True)
+    if len(w.assumed) > probes and re.match(r"\$\{" + re.escape(name) + r":?[-=]", raw):
+        # NAME=${NAME:-$(probe ...)}: the environment's NAME comes first
+        w.assumed = (
+            *w.assumed[:probes],
+            *(
+                f"{a} (set {name} with --var {name}=VALUE to read that run)"
+                for a in w.assumed[probes:]
+            ),
+        )
     if w.refs.get(name) == "" and sub is None:  # declare -n REF; REF=TARGET
         w.refs[name] = value
         return None

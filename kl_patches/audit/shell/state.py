@@ -82,6 +82,9 @@ class World:
         """Namerefs (``declare -n NAME=TARGET``): NAME -> TARGET."""
         self.ref_frames: list[dict[str, str | None]] = []
         """Per function call: the namerefs ``local -n`` shadowed (None: none before)."""
+        self.assumed: tuple[str, ...] = ()
+        """Machine facts this world was read under: accelerator probes read as failing
+        (:mod:`.probes`)."""
 
     def copy(self) -> World:
         w = World()
@@ -111,6 +114,7 @@ class World:
         w.line_offset = self.line_offset
         w.refs = dict(self.refs)
         w.ref_frames = [dict(x) for x in self.ref_frames]
+        w.assumed = self.assumed
         return w
 
     @property
