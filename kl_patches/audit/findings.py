@@ -201,6 +201,12 @@ def _relevant(key: str, reading: NativeReading | None) -> bool:
     )
 
 
+def _sentence(text: str, capital: bool) -> str:
+    """``text`` with a capital first letter, unless it starts with a key name (kept as written:
+    ``algorithm.adv_estimator``, not ``Algorithm.adv_estimator``)."""
+    return text[:1].upper() + text[1:] if capital else text
+
+
 def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> list[AuditFinding]:
     """Findings about the launch itself: a comment that cut it short, unset variables, values
     the audit cannot know, branches it cannot decide, and what the input layer found."""
@@ -240,7 +246,7 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
             AuditFinding(
                 UNRESOLVED_VARIABLES,
                 "warning",
-                "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + ".",
+                _sentence("; ".join(parts), capital=bool(inp.vanished)) + ".",
                 f"kl-patches audit --var {first}=VALUE {shlex.quote(inp.path or '') or '<file>'}",
                 "audit",
             )

@@ -71,6 +71,7 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
         item = ArrayLit(w.deref(item.name), item.append, item.elements, item.line)
     if isinstance(item, ArrayLit):
         values: list[str] = []
+        taints: list[Taint] = []
         taint = Taint()
         assoc: dict[str, str] = {}
         for raw in item.elements:
@@ -83,6 +84,7 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
                 continue
             for f in interp.expand(raw, w):
                 values.append(f.text)
+                taints.append(f.taint)
                 taint.add(f.taint)
         if len(values) > LIMITS["array"]:
             raise ShellLimitError(f"line {line}: an array of more than {LIMITS['array']} words")
@@ -101,6 +103,10 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
                 new[start + j] = v
             w.arrays[item.name] = new
             w.vars.pop(item.name, None)
+            if item.append:
+                w.element_taint.pop(item.name, None)
+            else:
+                w.element_taint[item.name] = (tuple(values), tuple(taints))
         if taint.undecidable:
             w.taint[item.name] = taint
         return None

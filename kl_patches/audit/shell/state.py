@@ -58,6 +58,10 @@ class World:
         self.arrays: dict[str, dict[int, str]] = {}
         self.assoc: dict[str, dict[str, str]] = {}
         self.taint: dict[str, Taint] = {}
+        self.element_taint: dict[str, tuple[tuple[str, ...], tuple[Taint, ...]]] = {}
+        """Per-element taints of an array assigned from a literal (``A=( ... )``), with the
+        values they were taken for: ``"${A[@]}"`` gives each field its own element's taint
+        while the array still holds those values (else the array's joint taint applies)."""
         self.exported: set[str] = set()
         self.funcs: dict[str, Node] = {}
         self.pos: list[str] = []
@@ -92,6 +96,7 @@ class World:
         w.arrays = {k: dict(v) for k, v in self.arrays.items()}
         w.assoc = {k: dict(v) for k, v in self.assoc.items()}
         w.taint = dict(self.taint)
+        w.element_taint = dict(self.element_taint)
         w.exported = set(self.exported)
         w.funcs = dict(self.funcs)
         w.pos = list(self.pos)
