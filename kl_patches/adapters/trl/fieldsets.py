@@ -36,8 +36,10 @@ __all__ = [
     "CLASSES",
     "RELEASES",
     "TRAINING_ARGUMENTS",
+    "INSTALLED_TRANSFORMERS",
     "data",
     "fields",
+    "installed_transformers",
     "known_fields",
     "releases_accepting",
 ]
@@ -55,6 +57,37 @@ TRAINING_ARGUMENTS: frozenset[str] = recording(
     "kl_patches.adapters.trl", "data/transformers"
 ).every_name("TrainingArguments")
 """transformers ``TrainingArguments`` fields (union over the recorded transformers releases)."""
+
+
+INSTALLED_TRANSFORMERS: tuple[tuple[str, str], ...] = (("1.0.0", "5.24.0"),)
+"""(first TRL release, transformers release): ``pip install trl==V`` for V from that release on
+resolves this transformers (measured for 1.0.0 to 1.16.0: :data:`.compat.INSTALL_RECIPES`; TRL
+1.x asks only ``transformers>=4.56.2``, so pip takes the newest). Releases before it are
+installed with a transformers of their era (4.51-4.57), whose TrainingArguments fields the union
+:data:`TRAINING_ARGUMENTS` accepts."""
+
+
+def installed_transformers(release: str) -> str | None:
+    """The transformers release a fresh install of TRL ``release`` gets (None: not pinned
+    down, any recorded transformers' fields are accepted)."""
+    from packaging.version import Version
+
+    found = None
+    for first, transformers in INSTALLED_TRANSFORMERS:
+        if Version(release) >= Version(first):
+            found = transformers
+    return found
+
+
+@cache
+def training_arguments(transformers: str) -> frozenset[str]:
+    """transformers ``TrainingArguments`` fields in one recorded transformers release."""
+    names = recording("kl_patches.adapters.trl", "data/transformers").names(
+        transformers, "TrainingArguments"
+    )
+    if names is None:
+        raise ValueError(f"transformers {transformers} has no recorded TrainingArguments")
+    return names
 
 
 @cache

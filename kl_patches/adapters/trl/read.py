@@ -307,7 +307,7 @@ def read(
         ppo = str(source.get("trainer", "")).lower() == "ppo"
         # PPOTrainer on a release without it is read as its last release: fields too
         fields_at = semantics(PPO_LAST_RELEASE) if ppo and not sem.ppo else sem
-        source, refused = _refuse(source, fields_at)
+        source, refused = _refuse(source, fields_at, unresolved)
         extra_findings += refused
     if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
         return _read_ppo(
@@ -385,15 +385,22 @@ def _bias_correction_default_since(release: str) -> str:
     return row.since if row is not None else release
 
 
-def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], list[Finding]]:
-    """``source`` without the keys the release refuses, and the error finding naming them."""
+def _refuse(
+    source: dict[str, Any], sem: TrlSemantics, unresolved: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], list[Finding]]:
+    """``source`` without the keys the release refuses, and the error finding naming them.
+    ``unresolved`` keys (set to a value the script computes at run time) are judged too: the
+    release refuses the name whatever its value."""
     keys = [
-        k for k in source if isinstance(k, str) and k != "trainer" and k not in KL_KEYS
-        and k != MONITOR_FIELD
+        k for k in [*source, *unresolved] if isinstance(k, str) and k.isidentifier()
+        and k != "trainer" and k not in KL_KEYS and k != MONITOR_FIELD
     ]  # fmt: skip
+    keys = list(dict.fromkeys(keys))
+    findings = _refuse_gone(keys, sem)
     refused = sem.refused(keys)
     if not refused:
-        return source, []
+        gone = set(sem.refused_by_transformers(keys))
+        return {k: v for k, v in source.items() if k not in gone}, findings
     parts = []
     for key in refused[:6]:
         last, first = sem.last_release_with(key), sem.first_release_with(key)
@@ -413,7 +420,28 @@ def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], 
         "them out (what runs once they are deleted). Delete them, or run the TRL release the "
         "config was written for.",
     )
-    return {k: v for k, v in source.items() if k not in refused}, [finding]
+    dropped = {*refused, *sem.refused_by_transformers(keys)}
+    return {k: v for k, v in source.items() if k not in dropped}, [finding, *findings]
+
+
+def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
+    """The error finding for keys the transformers of a fresh install no longer has."""
+    gone = sem.refused_by_transformers(keys)
+    if not gone:
+        return []
+    return [
+        Finding(
+            "trl.field_rejected",
+            "error",
+            f"TRL {sem.version} as installed (pip install trl=={sem.release} resolves "
+            f"transformers {sem.transformers}) refuses this config: {', '.join(gone[:6])} "
+            f"{'is' if len(gone) == 1 else 'are'} a field of older transformers' "
+            f"TrainingArguments, not of {sem.transformers}'s, nor of any TRL dataclass "
+            "(GRPOConfig(...): TypeError 'unexpected keyword argument'; TrlParser: 'not used "
+            "by the HfArgumentParser'). The reading leaves them out. Delete them, or pin a "
+            "transformers that still has them.",
+        )
+    ]
 
 
 def _fused_on(source: Any, sem: TrlSemantics) -> str:
