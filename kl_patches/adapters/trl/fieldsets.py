@@ -40,6 +40,7 @@ __all__ = [
     "data",
     "fields",
     "installed_transformers",
+    "needs_value",
     "known_fields",
     "releases_accepting",
 ]
@@ -115,3 +116,36 @@ def releases_accepting(
     every TRL config extends) accepts every one of ``names``, ascending."""
     own = set(names) - TRAINING_ARGUMENTS
     return data().releases_accepting(own, (cls,))
+
+
+HF_ARGPARSER_BOOL = "transformers/hf_argparser.py:211 (4.51.3, 4.56.2, 5.24.0)"
+"""Where HfArgumentParser gives a boolean field ``nargs='?'`` and ``const=True`` (a bare
+``--flag`` means True): only when ``field.type is bool or (field.default is not None and
+field.default is not dataclasses.MISSING)``, read in those three releases."""
+
+
+def needs_value(release: str, name: str, classes: tuple[str, ...]) -> tuple[bool, str] | None:
+    """Whether HfArgumentParser refuses ``--name`` given without a value in TRL ``release``,
+    and ``file:line`` of the field (None when no recorded class declares it: a project's own
+    dataclass, not judged). A bare flag is accepted only for a boolean field whose default is
+    not None (:data:`HF_ARGPARSER_BOOL`); any other field (``bool | None = None`` such as
+    TRL's ``bf16`` from 0.19.0, a string, a number, a list) takes argparse's default of one
+    value ("expected one argument"). The recorded default stands for the type: a field whose
+    default is True or False is a boolean. The first of ``classes`` declaring the field wins
+    (a TRL config's override of a TrainingArguments field), then transformers'
+    TrainingArguments of the release's install (:func:`installed_transformers`), else the
+    newest recorded transformers declaring it."""
+    record = data().at(release)
+    for cls in classes:
+        entry = record.entry(cls, name)
+        if entry is not None:
+            return not isinstance(entry.get("default"), bool), str(entry.get("at", ""))
+    tf = recording("kl_patches.adapters.trl", "data/transformers")
+    pinned = installed_transformers(release)
+    order = [pinned] if pinned is not None else list(reversed(tf.releases))
+    for transformers in order:
+        entry = tf.at(transformers).entry("TrainingArguments", name)
+        if entry is not None:
+            at = str(entry.get("at", ""))
+            return not isinstance(entry.get("default"), bool), f"{at} (transformers {transformers})"
+    return None
