@@ -13,6 +13,10 @@ a clean environment), and records:
 * modules that patch the trainers when imported (``unsloth``) and, for a subclass, the methods it
   overrides;
 * trainers of other kinds (SFT, DPO, distillation), so "no launch found" can say what runs;
+* a marimo notebook saved as ``.py`` (each cell an ``@app.cell`` function, all named ``_``): its
+  cells are read in order, each parameter bound to the name an earlier cell returned, so a
+  config built in one cell reaches the trainer built in another (imports inside a function
+  body count as the script's imports, as everywhere in this reader);
 * a Hydra application (``@hydra.main(config_path=..., config_name=...)``) and the libraries the
   script imports, so a fork's copy of a trainer entry point is recognised.
 
@@ -279,8 +283,7 @@ class _Reader:
         """A marimo notebook cell: ``@app.cell`` (or ``@app.cell(...)``) in a script that
         imports marimo (a notebook saved as ``.py``, each cell a function named ``_``)."""
         return "marimo" in self.imports and any(
-            _dotted(d).rsplit(".", 1)[-1] == "cell" and "." in _dotted(d)
-            for d in fn.decorator_list
+            _dotted(d).rsplit(".", 1)[-1] == "cell" and "." in _dotted(d) for d in fn.decorator_list
         )
 
     def _cell(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Any]) -> None:
@@ -293,10 +296,10 @@ class _Reader:
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
         known = [self.cell_names[p] if p in self.cell_names else _Unknown(p) for p in params]
         result = self._function(fn, env, known)
-        returned = [s for s in fn.body if isinstance(s, ast.Return) and s.value is not None]
+        returned = [s.value for s in fn.body if isinstance(s, ast.Return) and s.value is not None]
         if not returned:
             return
-        value = returned[-1].value
+        value = returned[-1]
         names = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
         values = result if isinstance(result, tuple) else (result,)
         if not isinstance(result, tuple) and len(names) != 1:

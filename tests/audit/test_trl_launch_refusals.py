@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kl_patches.audit import audit
 
-NOTEBOOK = '''# /// script
+NOTEBOOK = """# /// script
 # dependencies = ["marimo", "trl==0.22.2", "unsloth"]
 # ///
 import marimo
@@ -69,7 +69,7 @@ def _(GRPOTrainer, model, tokenizer, training_args):
 
 if __name__ == "__main__":
     app.run()
-'''
+"""
 
 
 def _notebook(tmp_path: Path, beta: float = 0.04, extra: str = "") -> Path:

@@ -34,15 +34,15 @@ from .history import RELEASES
 
 __all__ = [
     "CLASSES",
-    "RELEASES",
-    "TRAINING_ARGUMENTS",
     "INSTALLED_TRANSFORMERS",
     "OPTIONAL_VALUE_FIELDS",
+    "RELEASES",
+    "TRAINING_ARGUMENTS",
     "data",
     "fields",
     "installed_transformers",
-    "needs_value",
     "known_fields",
+    "needs_value",
     "releases_accepting",
 ]
 

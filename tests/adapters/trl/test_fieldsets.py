@@ -42,8 +42,10 @@ def test_a_flag_without_value_is_judged_as_the_installed_parser_does(cls: str) -
     checked = 0
     for action in parser._actions:
         name = next((o[2:] for o in action.option_strings if o.startswith("--")), None)
-        if name is None or name.startswith("no_") or not dataclasses.is_dataclass(
-            getattr(trl, cls)
+        if (
+            name is None
+            or name.startswith("no_")
+            or not dataclasses.is_dataclass(getattr(trl, cls))
         ):
             continue
         judged = fieldsets.needs_value(version, name, (cls,))
