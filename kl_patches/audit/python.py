@@ -13,6 +13,10 @@ a clean environment), and records:
 * modules that patch the trainers when imported (``unsloth``) and, for a subclass, the methods it
   overrides;
 * trainers of other kinds (SFT, DPO, distillation), so "no launch found" can say what runs;
+* a marimo notebook saved as ``.py`` (each cell an ``@app.cell`` function, all named ``_``): its
+  cells are read in order, each parameter bound to the name an earlier cell returned, so a
+  config built in one cell reaches the trainer built in another (imports inside a function
+  body count as the script's imports, as everywhere in this reader);
 * a Hydra application (``@hydra.main(config_path=..., config_name=...)``) and the libraries the
   script imports, so a fork's copy of a trainer entry point is recognised.
 
@@ -155,6 +159,10 @@ class _Reader:
         self.notes: list[str] = []
         self.steps = 0
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.defined: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        """Every function defined, in order (several may share a name: marimo's ``_`` cells)."""
+        self.cell_names: dict[str, Any] = {}
+        """Names the marimo cells read so far return (what later cells take as parameters)."""
         self.config_defaults: dict[str, dict[str, Any]] = {}
         """Config subclass defined in the script -> the field defaults it sets."""
 
@@ -168,7 +176,7 @@ class _Reader:
         env: dict[str, Any] = {"__name__": "__main__"}
         self.block(tree.body, env)
         # functions never called at module level are read too (main() under a guard is)
-        for fn in list(self.functions.values()):
+        for fn in list(self.defined):
             if not getattr(fn, "_kl_read", False):
                 self._function(fn, env, [])
 
@@ -193,8 +201,11 @@ class _Reader:
             self.expr(node.value, env)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions[node.name] = node
+            self.defined.append(node)
             for deco in node.decorator_list:
                 self._decorator(deco, env)
+            if self._marimo_cell(node):
+                self._cell(node, env)
         elif isinstance(node, ast.ClassDef):
             self._class(node, env)
         elif isinstance(node, ast.If):
@@ -267,6 +278,35 @@ class _Reader:
                 if kw.arg in ("config_path", "config_name") and isinstance(value, str):
                     found[kw.arg] = value
             self.hydra = found
+
+    def _marimo_cell(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A marimo notebook cell: ``@app.cell`` (or ``@app.cell(...)``) in a script that
+        imports marimo (a notebook saved as ``.py``, each cell a function named ``_``)."""
+        return "marimo" in self.imports and any(
+            _dotted(d).rsplit(".", 1)[-1] == "cell" and "." in _dotted(d) for d in fn.decorator_list
+        )
+
+    def _cell(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Any]) -> None:
+        """Read a marimo cell where it stands, as marimo runs it: each parameter is the value
+        of the name an earlier cell returned (marimo binds a cell's parameters to the names
+        other cells define, and a cell defines what it returns, ``return (a, b)``); the names
+        it returns become visible to the cells after it. marimo orders cells by those
+        dependencies; a notebook it saved lists them in a runnable order, which is the order
+        read here (a parameter no earlier cell defined is unknown)."""
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        known = [self.cell_names[p] if p in self.cell_names else _Unknown(p) for p in params]
+        result = self._function(fn, env, known)
+        returned = [s.value for s in fn.body if isinstance(s, ast.Return) and s.value is not None]
+        if not returned:
+            return
+        value = returned[-1]
+        names = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+        values = result if isinstance(result, tuple) else (result,)
+        if not isinstance(result, tuple) and len(names) != 1:
+            values = tuple(_Unknown(ast.unparse(n)) for n in names)
+        for node, item in zip(names, values, strict=False):
+            if isinstance(node, ast.Name):
+                self.cell_names[node.id] = item
 
     def _class(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
         methods = tuple(

@@ -34,11 +34,15 @@ from .history import RELEASES
 
 __all__ = [
     "CLASSES",
+    "INSTALLED_TRANSFORMERS",
+    "OPTIONAL_VALUE_FIELDS",
     "RELEASES",
     "TRAINING_ARGUMENTS",
     "data",
     "fields",
+    "installed_transformers",
     "known_fields",
+    "needs_value",
     "releases_accepting",
 ]
 
@@ -55,6 +59,37 @@ TRAINING_ARGUMENTS: frozenset[str] = recording(
     "kl_patches.adapters.trl", "data/transformers"
 ).every_name("TrainingArguments")
 """transformers ``TrainingArguments`` fields (union over the recorded transformers releases)."""
+
+
+INSTALLED_TRANSFORMERS: tuple[tuple[str, str], ...] = (("1.0.0", "5.24.0"),)
+"""(first TRL release, transformers release): ``pip install trl==V`` for V from that release on
+resolves this transformers (measured for 1.0.0 to 1.16.0: :data:`.compat.INSTALL_RECIPES`; TRL
+1.x asks only ``transformers>=4.56.2``, so pip takes the newest). Releases before it are
+installed with a transformers of their era (4.51-4.57), whose TrainingArguments fields the union
+:data:`TRAINING_ARGUMENTS` accepts."""
+
+
+def installed_transformers(release: str) -> str | None:
+    """The transformers release a fresh install of TRL ``release`` gets (None: not pinned
+    down, any recorded transformers' fields are accepted)."""
+    from packaging.version import Version
+
+    found = None
+    for first, transformers in INSTALLED_TRANSFORMERS:
+        if Version(release) >= Version(first):
+            found = transformers
+    return found
+
+
+@cache
+def training_arguments(transformers: str) -> frozenset[str]:
+    """transformers ``TrainingArguments`` fields in one recorded transformers release."""
+    names = recording("kl_patches.adapters.trl", "data/transformers").names(
+        transformers, "TrainingArguments"
+    )
+    if names is None:
+        raise ValueError(f"transformers {transformers} has no recorded TrainingArguments")
+    return names
 
 
 @cache
@@ -82,3 +117,67 @@ def releases_accepting(
     every TRL config extends) accepts every one of ``names``, ascending."""
     own = set(names) - TRAINING_ARGUMENTS
     return data().releases_accepting(own, (cls,))
+
+
+HF_ARGPARSER_BOOL = "transformers/hf_argparser.py:211 (4.51.3, 4.56.2, 5.24.0)"
+"""Where HfArgumentParser gives a boolean field ``nargs='?'`` and ``const=True`` (a bare
+``--flag`` means True): only when ``field.type is bool or (field.default is not None and
+field.default is not dataclasses.MISSING)``, read in those three releases."""
+
+
+OPTIONAL_VALUE_FIELDS: dict[str, dict[str, str]] = {
+    "5.24.0": {
+        "activation_checkpointing": "transformers/training_args.py:912",
+        "gradient_checkpointing": "transformers/training_args.py:930",
+        "fsdp": "transformers/training_args.py:1451",
+    },
+}
+"""transformers release -> TrainingArguments fields whose ``metadata`` itself declares
+``"nargs": "?", "const": True`` (HfArgumentParser passes the metadata to argparse, so a bare flag
+is accepted whatever the field's type), with ``file:line`` of that metadata; read from each
+recorded transformers release's training_args.py (none in 4.49.0-4.57.6; the recording keeps
+defaults, not metadata)."""
+
+
+def needs_value(release: str, name: str, classes: tuple[str, ...]) -> tuple[bool, str] | None:
+    """Whether HfArgumentParser refuses ``--name`` given without a value in TRL ``release``,
+    and ``file:line`` of the field; None when not judged (no recorded class declares it, e.g. a
+    project's own dataclass, or its recorded default does not tell its type).
+
+    HfArgumentParser gives a boolean field ``nargs='?'``/``const=True`` (a bare flag is True)
+    only when ``field.type is bool or field.default is not None`` (:data:`HF_ARGPARSER_BOOL`;
+    ``Optional[X]`` is X, ``Union[str, X]`` is X), unless the field's metadata declares them
+    (:data:`OPTIONAL_VALUE_FIELDS`); every other field takes argparse's one value. From the
+    recorded default: True/False is a boolean (accepted); None is ``Optional[X]`` with a None
+    default (refused: TRL's ``bf16: bool | None = None`` from 0.19.0, ``output_dir`` in
+    transformers 5.x); an int or float is a number (refused); a string may be
+    ``Union[str, bool]`` (``include_num_input_tokens_seen``), so it is not judged. The first of
+    ``classes`` declaring the field wins (a TRL config's override of a TrainingArguments
+    field), then transformers' TrainingArguments of the release's install
+    (:func:`installed_transformers`), else the newest recorded transformers declaring it."""
+    record = data().at(release)
+    for cls in classes:
+        entry = record.entry(cls, name)
+        if entry is not None:
+            return _judged(entry.get("default"), str(entry.get("at", "")))
+    tf = recording("kl_patches.adapters.trl", "data/transformers")
+    pinned = installed_transformers(release)
+    order = [pinned] if pinned is not None else list(reversed(tf.releases))
+    for transformers in order:
+        entry = tf.at(transformers).entry("TrainingArguments", name)
+        if entry is not None:
+            optional = OPTIONAL_VALUE_FIELDS.get(transformers, {}).get(name)
+            if optional is not None:
+                return False, f"{optional} (transformers {transformers})"
+            at = str(entry.get("at", ""))
+            return _judged(entry.get("default"), f"{at} (transformers {transformers})")
+    return None
+
+
+def _judged(default: object, at: str) -> tuple[bool, str] | None:
+    """:func:`needs_value` from a recorded default (see there)."""
+    if isinstance(default, bool):
+        return False, at
+    if default is None or isinstance(default, (int, float)):
+        return True, at
+    return None

@@ -23,6 +23,7 @@ from kl_patches.config import KLConfig
 
 from . import unsloth_facts
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
+from .fieldsets import HF_ARGPARSER_BOOL, needs_value
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
@@ -303,11 +304,15 @@ def read(
                 "words (check for spaces after the backslashes).",
             )
         )
+    if isinstance(source, dict) and BARE in source:
+        bare = [str(w) for w in source[BARE]]
+        source = {k: v for k, v in source.items() if k != BARE}
+        extra_findings += _bare_flags(source, bare, sem)
     if isinstance(source, dict):
         ppo = str(source.get("trainer", "")).lower() == "ppo"
         # PPOTrainer on a release without it is read as its last release: fields too
         fields_at = semantics(PPO_LAST_RELEASE) if ppo and not sem.ppo else sem
-        source, refused = _refuse(source, fields_at)
+        source, refused = _refuse(source, fields_at, unresolved)
         extra_findings += refused
     if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
         return _read_ppo(
@@ -385,15 +390,22 @@ def _bias_correction_default_since(release: str) -> str:
     return row.since if row is not None else release
 
 
-def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], list[Finding]]:
-    """``source`` without the keys the release refuses, and the error finding naming them."""
+def _refuse(
+    source: dict[str, Any], sem: TrlSemantics, unresolved: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], list[Finding]]:
+    """``source`` without the keys the release refuses, and the error finding naming them.
+    ``unresolved`` keys (set to a value the script computes at run time) are judged too: the
+    release refuses the name whatever its value."""
     keys = [
-        k for k in source if isinstance(k, str) and k != "trainer" and k not in KL_KEYS
-        and k != MONITOR_FIELD
+        k for k in [*source, *unresolved] if isinstance(k, str) and k.isidentifier()
+        and k != "trainer" and k not in KL_KEYS and k != MONITOR_FIELD
     ]  # fmt: skip
+    keys = list(dict.fromkeys(keys))
+    findings = _refuse_gone(keys, sem)
     refused = sem.refused(keys)
     if not refused:
-        return source, []
+        gone = set(sem.refused_by_transformers(keys))
+        return {k: v for k, v in source.items() if k not in gone}, findings
     parts = []
     for key in refused[:6]:
         last, first = sem.last_release_with(key), sem.first_release_with(key)
@@ -413,7 +425,56 @@ def _refuse(source: dict[str, Any], sem: TrlSemantics) -> tuple[dict[str, Any], 
         "them out (what runs once they are deleted). Delete them, or run the TRL release the "
         "config was written for.",
     )
-    return {k: v for k, v in source.items() if k not in refused}, [finding]
+    dropped = {*refused, *sem.refused_by_transformers(keys)}
+    return {k: v for k, v in source.items() if k not in dropped}, [finding, *findings]
+
+
+def _bare_flags(source: dict[str, Any], bare: list[str], sem: TrlSemantics) -> list[Finding]:
+    """The error finding for flags given without a value whose field needs one (argparse:
+    "argument --NAME: expected one argument"); the reading keeps them as True."""
+    if sem.older_than_recorded:
+        return []
+    trainer = str(source.get("trainer", "grpo")).lower()
+    own = {"rloo": "RLOOConfig", "ppo": "PPOConfig"}.get(trainer, "GRPOConfig")
+    classes = (own, "ModelConfig", "ScriptArguments")
+    refused: list[str] = []
+    for name in bare:
+        judged = needs_value(sem.release, name, classes)
+        if judged is not None and judged[0]:
+            refused.append(f"--{name} ({judged[1]})")
+    if not refused:
+        return []
+    return [
+        Finding(
+            "trl.argument_rejected",
+            "error",
+            f"TRL {sem.version}'s parser refuses this command line: {', '.join(refused[:4])} "
+            f"{'is' if len(refused) == 1 else 'are'} given without a value, and the field is "
+            "not a boolean with a default, so HfArgumentParser gives it no implicit True "
+            f"({HF_ARGPARSER_BOOL}; argparse: 'expected one argument'). The reading takes it "
+            "as True. Give each a value (a boolean: --NAME true).",
+        )
+    ]
+
+
+def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
+    """The error finding for keys the transformers of a fresh install no longer has."""
+    gone = sem.refused_by_transformers(keys)
+    if not gone:
+        return []
+    return [
+        Finding(
+            "trl.field_rejected",
+            "error",
+            f"TRL {sem.version} as installed (pip install trl=={sem.release} resolves "
+            f"transformers {sem.transformers}) refuses this config: {', '.join(gone[:6])} "
+            f"{'is' if len(gone) == 1 else 'are'} a field of older transformers' "
+            f"TrainingArguments, not of {sem.transformers}'s, nor of any TRL dataclass "
+            "(GRPOConfig(...): TypeError 'unexpected keyword argument'; TrlParser: 'not used "
+            "by the HfArgumentParser'). The reading leaves them out. Delete them, or pin a "
+            "transformers that still has them.",
+        )
+    ]
 
 
 def _fused_on(source: Any, sem: TrlSemantics) -> str:
@@ -627,6 +688,10 @@ def _resolve(name: str, base_dir: Path | None) -> Path:
     return path
 
 
+BARE = "__flags_without_value__"
+"""Key of :func:`argv_dict`'s mapping for the flags given without a value (``--bf16`` followed
+by another flag): read as True, refused where the field is not a boolean with a default
+(:func:`.fieldsets.needs_value`)."""
 STRAY = "__unused_arguments__"
 """Key of :func:`argv_dict`'s mapping for the words no flag takes (HfArgumentParser refuses
 them: "Some specified arguments are not used by the HfArgumentParser")."""
@@ -638,9 +703,12 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
     out: dict[str, Any] = {}
     flags: dict[str, Any] = {}
     stray: list[str] = []
+    bare: list[str] = []
     for name, inline, following in long_options(argv):
         value = inline if inline is not None else (following[0] if following else "true")
         stray += following[1:] if inline is None else following
+        if inline is None and not following and name != "config":
+            bare.append(name)
         if name == "config":
             out.update(load_mapping(_resolve(value, base_dir), what="TRL config"))
             continue
@@ -648,6 +716,8 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
     out.update(flags)
     if stray:
         out[STRAY] = stray
+    if bare:
+        out[BARE] = bare
     if trainer is not None:
         out["trainer"] = trainer
     return out

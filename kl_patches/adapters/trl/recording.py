@@ -45,12 +45,17 @@ SPEC = RecordSpec(
     data_package="kl_patches.adapters.trl",
     data_folder="data",
     name_sets=(
-        NameSetSpec("GRPOConfig", "dataclass", (("GRPOConfig", ("trl/trainer/grpo_config.py",)),)),
+        NameSetSpec(
+            "GRPOConfig",
+            "dataclass",
+            (("GRPOConfig", ("trl/trainer/grpo_config.py",)),),
+            bases=("BaseConfig", "_BaseConfig"),
+        ),
         NameSetSpec(
             "RLOOConfig",
             "dataclass",
             (("RLOOConfig", ("trl/trainer/rloo_config.py",)),),
-            bases=("OnPolicyConfig",),
+            bases=("OnPolicyConfig", "BaseConfig", "_BaseConfig"),
         ),
         NameSetSpec(
             "PPOConfig",

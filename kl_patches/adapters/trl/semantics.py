@@ -30,7 +30,14 @@ from packaging.version import InvalidVersion, Version
 from kl_patches.adapters.files import MAX_SOURCE_FILE_BYTES, read_optional
 from kl_patches.adapters.history import resolve_release
 
-from .fieldsets import CLASSES, TRAINING_ARGUMENTS, fields, known_fields
+from .fieldsets import (
+    CLASSES,
+    TRAINING_ARGUMENTS,
+    fields,
+    installed_transformers,
+    known_fields,
+    training_arguments,
+)
 from .history import HISTORY, RELEASES
 from .versions import GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
 
@@ -96,6 +103,12 @@ class TrlSemantics:
     """Every field of TRL's dataclasses in this release plus transformers' TrainingArguments."""
     sources: dict[str, str] = field(default_factory=dict)
     """Field -> ``file:line`` of the release row it was folded from."""
+    transformers: str | None = None
+    """The transformers release a fresh install of this TRL release gets (None: not pinned
+    down; :data:`.fieldsets.INSTALLED_TRANSFORMERS`)."""
+    gone: frozenset[str] = frozenset()
+    """TrainingArguments fields of older transformers that :attr:`transformers` no longer has
+    and no TRL dataclass of this release declares (``warmup_ratio`` in 5.24.0)."""
 
     @property
     def exact(self) -> bool:
@@ -114,6 +127,13 @@ class TrlSemantics:
             return []
         known = known_fields()
         return [k for k in keys if k in known and k not in self.accepted]
+
+    def refused_by_transformers(self, keys: list[str]) -> list[str]:
+        """The keys a fresh install of this release refuses because the transformers it gets
+        dropped them from ``TrainingArguments`` (:attr:`gone`)."""
+        if self.older_than_recorded:
+            return []
+        return [k for k in keys if k in self.gone]
 
     def last_release_with(self, key: str) -> str | None:
         """The newest recorded release whose dataclasses declare ``key`` (None if none)."""
@@ -202,9 +222,16 @@ def semantics(version: str | None = None) -> TrlSemantics:
     )
     if old:
         rloo.update({"num_ppo_epochs": rows["rloo.update_epochs_default"], "num_mini_batches": 1})
-    accepted: set[str] = set(TRAINING_ARGUMENTS)
+    own: set[str] = set()
     for cls in CLASSES:
-        accepted |= fields(release, cls) or frozenset()
+        own |= fields(release, cls) or frozenset()
+    accepted = set(TRAINING_ARGUMENTS) | own
+    transformers = installed_transformers(release)
+    gone = (
+        TRAINING_ARGUMENTS - training_arguments(transformers) - own
+        if transformers is not None
+        else frozenset()
+    )
     estimators = rows.get("ppo.kl_estimator_choices")
     fused_kl = rows.get("grpo.fused_loss_kl")
     return TrlSemantics(
@@ -223,6 +250,8 @@ def semantics(version: str | None = None) -> TrlSemantics:
         ppo=rows.get("ppo.module") is not None,
         ppo_estimators=tuple(estimators) if isinstance(estimators, tuple) else (),
         accepted=frozenset(accepted),
+        transformers=transformers,
+        gone=frozenset(gone),
         sources={
             "beta": source_of("grpo.beta_default", release),
             "use_bias_correction_kl": source_of("grpo.use_bias_correction_kl_default", release),
