@@ -78,6 +78,16 @@ class Composed:
     """``defaults`` entries left to the library's own (recorded) config."""
     notes: list[str] = field(default_factory=list)
     """What could not be followed (a missing file, an interpolation)."""
+    keys: set[str] = field(default_factory=set)
+    """Every key path (mappings and leaves) the project's own files give the composed config,
+    at the package each file is placed at; the library's configs' keys are not in it."""
+    mounts: list[tuple[str, str]] = field(default_factory=list)
+    """(library config name, package) of each ``defaults`` entry that places a library config:
+    not found beside the files, or the library's own file (under ``verl/trainer/config``,
+    directly or through a symlink)."""
+    complete: bool = True
+    """False when a non-optional ``defaults`` entry was found nowhere: :attr:`keys` and
+    :attr:`mounts` then miss part of the config."""
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -153,7 +163,7 @@ def compose(
     """``path``'s config merged with its ``defaults`` the way Hydra does (see the module
     docstring). ``library_configs`` are config names the library provides itself."""
     out = Composed(flat={})
-    tree = _compose_file(path, data, out, library_configs, depth=0)
+    tree = _compose_file(path, data, out, library_configs, depth=0, prefix="")
     out.flat = _resolve(_flatten(tree), out)
     return out
 
@@ -164,6 +174,7 @@ def _compose_file(
     out: Composed,
     library_configs: tuple[str, ...],
     depth: int,
+    prefix: str,
 ) -> dict[str, Any]:
     if depth > 16 or len(out.files) >= MAX_FILES:
         raise InputError(
@@ -175,6 +186,7 @@ def _compose_file(
     here = path.parent
     dirs = _search_dirs(data, here)
     own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+    out.keys.update(_key_paths(own, prefix))
     defaults = data.get("defaults")
     tree: dict[str, Any] = {}
     placed_self = False
@@ -187,18 +199,48 @@ def _compose_file(
         if name is None or name in ("null", "None"):
             continue
         target = find_config(f"{group}/{name}", dirs) if group else find_config(name, dirs)
+        short = f"{group}/{name}" if group else name
+        placed = package if package is not None else (group or "").replace("/", ".")
+        at = ".".join(p for p in (prefix, placed) if p)
+        is_library = any(short.endswith(c) for c in library_configs) or name in library_configs
         if target is None:
-            short = f"{group}/{name}" if group else name
-            if any(short.endswith(c) for c in library_configs) or name in library_configs:
+            if is_library:
                 out.library.append(short)
+                out.mounts.append((name.rsplit("/", 1)[-1], at))
             elif not optional:
                 out.notes.append(f"{path}: defaults entry {short!r} not found beside it")
+                out.complete = False
             continue
-        sub = _compose_file(target, None, out, library_configs, depth + 1)
-        _put(tree, package if package is not None else (group or "").replace("/", "."), sub)
+        if is_library and _library_file(target):
+            saved = (set(out.keys), list(out.mounts), out.complete)
+            sub = _compose_file(target, None, out, library_configs, depth + 1, at)
+            # the release's recorded keys stand for the library's file and what it composes
+            out.keys, out.mounts, out.complete = saved
+            out.mounts.append((name.rsplit("/", 1)[-1], at))
+        else:
+            sub = _compose_file(target, None, out, library_configs, depth + 1, at)
+        _put(tree, placed, sub)
     if not placed_self:
         _merge(tree, own)
     return tree
+
+
+def _library_file(path: Path) -> bool:
+    """True for the library's own config file: under ``verl/trainer/config``, directly or
+    through a symlink (RAGEN's ``config/ppo_trainer.yaml`` links into its verl submodule)."""
+    where = path.resolve() if path.is_symlink() else path
+    return path.is_symlink() or where.parent.parts[-3:] == ("verl", "trainer", "config")
+
+
+def _key_paths(tree: dict[str, Any], prefix: str) -> set[str]:
+    """Every key path of ``tree`` (mappings and leaves) under ``prefix``."""
+    out: set[str] = set()
+    for key, value in tree.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        out.add(path)
+        if isinstance(value, dict):
+            out |= _key_paths(value, path)
+    return out
 
 
 def _entry(item: Any) -> tuple[str | None, str | None, str | None, bool]:
