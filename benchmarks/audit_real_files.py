@@ -39,6 +39,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -51,7 +52,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent / "audit_real_files"
 sys.path.insert(0, str(HERE))
 
-from mirror import MirrorError, git_dir, materialise  # noqa: E402
+from mirror import MirrorError, git, git_dir, materialise  # noqa: E402
 
 LIBRARIES = ("verl", "openrlhf", "trl")
 LIBRARY_REPOS = {
@@ -304,12 +305,37 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
     path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
     for sib in item.get("siblings", []):
         materialise(gdir, item["commit"], sib["path"], sib["blob"], target)
-    for extra in vendored_code(item):
+    for extra in vendored_code(item) + entry_configs(gdir, item):
         try:
             materialise(gdir, item["commit"], extra, None, target)
         except MirrorError:
             continue  # the copy lacks it: the audit then reads the release's rules
     return path
+
+
+def entry_configs(gdir: Path, item: dict[str, Any]) -> list[str]:
+    """Repository paths of the Hydra config folder of each recipe or experimental verl trainer
+    the file launches (``<module's folder>/config/``, the ``config_path`` of its
+    ``@hydra.main``): a user's checkout has it, and the audit composes it to know the keys the
+    launch's overrides may name (issue 33). verl's own ``verl/trainer/config`` is not written:
+    the audit reads the release's recorded config for it."""
+    if item["library"] != "verl":
+        return []
+    mount = item.get("mount", "")
+    out: list[str] = []
+    for launch in item.get("launches", []):
+        entry = str(launch.get("entry", ""))
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", entry) or entry.startswith("verl.trainer."):
+            continue
+        folder = Path(launch.get("cwd") or ".", *entry.split(".")[:-1], "config")
+        rel = os.path.normpath(folder)
+        if mount:
+            if not (rel + "/").startswith(mount.rstrip("/") + "/"):
+                continue
+            rel = os.path.relpath(rel, mount)
+        listing = git(gdir, "ls-tree", "-r", "--name-only", item["commit"], "--", rel + "/")
+        out += [n for n in listing.decode().splitlines() if n.endswith((".yaml", ".yml"))]
+    return out
 
 
 VENDORED_CODE = ("version/version", "trainer/ppo/ray_trainer.py", "workers/actor/dp_actor.py")
