@@ -333,7 +333,7 @@ def _compose_hydra(
                 )
             ],
             [],
-            {},
+            {"config_check": False},  # its keys are unknown: refuse nothing
         )
     composed = compose(path, library_configs=_LIBRARY_CONFIGS)
     notes = [f"composed the Hydra config {path} ({len(composed.files)} file(s))", *composed.notes]

@@ -186,6 +186,8 @@ def _compose_file(
     here = path.parent
     dirs = _search_dirs(data, here)
     own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+    parts = prefix.split(".") if prefix else []
+    out.keys.update(".".join(parts[: i + 1]) for i in range(len(parts)))
     out.keys.update(_key_paths(own, prefix))
     defaults = data.get("defaults")
     tree: dict[str, Any] = {}
