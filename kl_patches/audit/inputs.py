@@ -344,13 +344,14 @@ def _checked_keys(composed: Composed) -> dict[str, Any]:
     """The reader's ``config_name``/``config_keys``/``config_check`` for a composed config.
 
     Hydra composes the primary config with its ``defaults`` and then sets struct mode on the
-    result (hydra-core 1.3.8 ``_internal/config_loader_impl.py:270``, in ``_load_configuration_impl``:
-    ``OmegaConf.set_struct(cfg, True)`` after merging the defaults), so an override of a key
-    that no file of the composition has is refused: the keys are the project files' own keys
-    plus the library config the ``defaults`` place, whose keys the reader takes from the
-    recorded release it reads (the release's file, not the copy in the checkout). Nothing is
-    checked when part of the composition was not found, or when a library config sits at a
-    package other than the root (the recording is of the root placement)."""
+    result (hydra-core 1.3.8 ``_internal/config_loader_impl.py:270``, in
+    ``_load_configuration_impl``: ``OmegaConf.set_struct(cfg, True)`` after merging the
+    defaults, then the command-line overrides), so an override of a key that no file of the
+    composition has is refused: the keys are the project files' own keys plus the library
+    config the ``defaults`` place, whose keys the reader takes from the recorded release it
+    reads (the release's file, not the copy in the checkout). Nothing is checked when part of
+    the composition was not found, or when a library config sits at a package other than the
+    root (the recording is of the root placement)."""
     if not composed.complete:
         return {"config_check": False}
     if not composed.mounts:

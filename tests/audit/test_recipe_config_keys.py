@@ -73,7 +73,8 @@ def test_a_symlinked_library_config_is_the_library_s(tmp_path: Path) -> None:
     """A project's ``config/ppo_trainer.yaml`` that links into its verl copy (RAGEN's shape)."""
     _write(tmp_path, {"verl/verl/trainer/config/ppo_trainer.yaml": "algorithm: {a: 1}\n"})
     _write(tmp_path, {"config/base.yaml": "defaults:\n  - ppo_trainer\nown: 1\n"})
-    (tmp_path / "config/ppo_trainer.yaml").symlink_to("../verl/verl/trainer/config/ppo_trainer.yaml")
+    link = tmp_path / "config/ppo_trainer.yaml"
+    link.symlink_to("../verl/verl/trainer/config/ppo_trainer.yaml")
     composed = compose(tmp_path / "config/base.yaml", library_configs=("ppo_trainer",))
     assert composed.flat == {"algorithm.a": 1, "own": 1}
     assert composed.keys == {"own"} and composed.mounts == [("ppo_trainer", "")]
