@@ -10,7 +10,10 @@ own keys at ``_self_``, implicitly last), following the files found beside it (`
 ``group/name.yaml``, ``group@package: name``), then resolves ``${a.b}`` interpolations between
 the merged keys. Entries that name the library's own configs (``ppo_trainer``) are left to the
 adapter's recorded defaults and listed in :attr:`Composed.library`; entries found nowhere are
-noted. Nothing is imported or run, and the environment is not read (``${oc.env:X,d}`` is ``d``).
+noted. The keys the project's own files give (:attr:`Composed.keys`) are kept apart from the
+library configs placed (:attr:`Composed.mounts`), whose keys the adapter takes from the release
+it reads, so that overrides can be checked as Hydra's strict composition checks them. Nothing
+is imported or run, and the environment is not read (``${oc.env:X,d}`` is ``d``).
 """
 
 from __future__ import annotations
