@@ -52,7 +52,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent / "audit_real_files"
 sys.path.insert(0, str(HERE))
 
-from mirror import MirrorError, git, git_dir, materialise  # noqa: E402
+from mirror import MirrorError, git, git_dir, materialise, read_blob  # noqa: E402
 
 LIBRARIES = ("verl", "openrlhf", "trl")
 LIBRARY_REPOS = {
@@ -305,36 +305,54 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
     path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
     for sib in item.get("siblings", []):
         materialise(gdir, item["commit"], sib["path"], sib["blob"], target)
-    for extra in vendored_code(item) + entry_configs(gdir, item):
+    for extra in vendored_code(item):
         try:
             materialise(gdir, item["commit"], extra, None, target)
         except MirrorError:
             continue  # the copy lacks it: the audit then reads the release's rules
+    for name, mode, sha in entry_configs(gdir, item):
+        out = target / name
+        if out.exists() or out.is_symlink():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":  # a symlink (RAGEN's config/ppo_trainer.yaml into its verl copy)
+            out.symlink_to(read_blob(gdir, sha).decode())
+        else:
+            out.write_bytes(read_blob(gdir, sha))
     return path
 
 
-def entry_configs(gdir: Path, item: dict[str, Any]) -> list[str]:
-    """Repository paths of the Hydra config folder of each recipe or experimental verl trainer
-    the file launches (``<module's folder>/config/``, the ``config_path`` of its
-    ``@hydra.main``): a user's checkout has it, and the audit composes it to know the keys the
-    launch's overrides may name (issue 33). verl's own ``verl/trainer/config`` is not written:
-    the audit reads the release's recorded config for it."""
+def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(repository path, mode, blob) of the YAML files of the Hydra config folder of each
+    recipe or experimental verl trainer the file launches (``<module's folder>/config/``, the
+    ``config_path`` of its ``@hydra.main``), or of a verl config file's own folder (the
+    configs its ``defaults`` name): a user's checkout has them, and the audit composes them to
+    know the keys the launch's overrides may name (issue 33). verl's own
+    ``verl/trainer/config`` is not written: the audit reads the release's recorded config."""
     if item["library"] != "verl":
         return []
     mount = item.get("mount", "")
-    out: list[str] = []
+    folders: list[str] = []
+    if item["kind"] == "yaml":
+        folders.append(os.path.dirname(item["path"]) or ".")
     for launch in item.get("launches", []):
         entry = str(launch.get("entry", ""))
         if not re.fullmatch(r"[A-Za-z_][\w.]*", entry) or entry.startswith("verl.trainer."):
             continue
-        folder = Path(launch.get("cwd") or ".", *entry.split(".")[:-1], "config")
-        rel = os.path.normpath(folder)
+        rel = os.path.normpath(Path(launch.get("cwd") or ".", *entry.split(".")[:-1], "config"))
         if mount:
             if not (rel + "/").startswith(mount.rstrip("/") + "/"):
                 continue
             rel = os.path.relpath(rel, mount)
-        listing = git(gdir, "ls-tree", "-r", "--name-only", item["commit"], "--", rel + "/")
-        out += [n for n in listing.decode().splitlines() if n.endswith((".yaml", ".yml"))]
+        folders.append(rel)
+    out: list[tuple[str, str, str]] = []
+    for rel in dict.fromkeys(folders):
+        listing = git(gdir, "ls-tree", "-r", item["commit"], "--", rel + "/")
+        for line in listing.decode().splitlines():
+            meta, name = line.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob" and name.endswith((".yaml", ".yml")):
+                out.append((name, mode, sha))
     return out
 
 

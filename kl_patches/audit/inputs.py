@@ -352,14 +352,15 @@ def _checked_keys(composed: Composed) -> dict[str, Any]:
     reads (the release's file, not the copy in the checkout). Nothing is checked when part of
     the composition was not found, or when a library config sits at a package other than the
     root (the recording is of the root placement)."""
+    links = {"config_links": dict(composed.linked)} if composed.linked else {}
     if not composed.complete:
-        return {"config_check": False}
+        return {"config_check": False, **links}
     if not composed.mounts:
-        return {"config_name": "", "config_keys": tuple(sorted(composed.keys))}
+        return {"config_name": "", "config_keys": tuple(sorted(composed.keys)), **links}
     if len(composed.mounts) == 1 and composed.mounts[0][1] == "":
         name = composed.mounts[0][0]
-        return {"config_name": name, "config_keys": tuple(sorted(composed.keys))}
-    return {"config_check": False}
+        return {"config_name": name, "config_keys": tuple(sorted(composed.keys)), **links}
+    return {"config_check": False, **links}
 
 
 def _python_launches(
@@ -622,6 +623,7 @@ def inputs_from_mapping(
         raise InputError(f"{origin}: {d.config_files}")
     notes: tuple[str, ...] = ()
     payload: dict[str, Any] = data
+    composed: Composed | None = None
     if path is not None and isinstance(data.get("defaults"), list):
         composed = compose(path, data, _LIBRARY_CONFIGS)
         payload = _nested(composed.flat)
@@ -633,6 +635,8 @@ def inputs_from_mapping(
     elif "hydra" in data or "defaults" in data:
         payload = {k: v for k, v in data.items() if k not in ("hydra", "defaults")}
     context: dict[str, Any] = {"version": version} if version else {}
+    if composed is not None and composed.linked:
+        context["config_links"] = dict(composed.linked)
     return [
         AuditInput(
             library=lib,

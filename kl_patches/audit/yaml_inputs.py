@@ -88,6 +88,11 @@ class Composed:
     """(library config name, package) of each ``defaults`` entry that places a library config:
     not found beside the files, or the library's own file (under ``verl/trainer/config``,
     directly or through a symlink)."""
+    linked: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Library configs a project's own folder holds as a symlink into the library (RAGEN's
+    ``config/ppo_trainer.yaml``), each with the group folders on that folder's search path:
+    Hydra resolves the linked file's ``defaults`` groups there, so the release decides whether
+    they are found."""
     complete: bool = True
     """False when a non-optional ``defaults`` entry was found nowhere: :attr:`keys` and
     :attr:`mounts` then miss part of the config."""
@@ -208,6 +213,10 @@ def _compose_file(
         placed = package if package is not None else (group or "").replace("/", ".")
         at = ".".join(p for p in (prefix, placed) if p)
         is_library = any(short.endswith(c) for c in library_configs) or name in library_configs
+        if is_library:
+            link = _symlink(name, dirs)
+            if link is not None:
+                out.linked[name.rsplit("/", 1)[-1]] = _folders(dirs)
         if target is None:
             if is_library:
                 out.library.append(short)
@@ -235,6 +244,22 @@ def _library_file(path: Path) -> bool:
     through a symlink (RAGEN's ``config/ppo_trainer.yaml`` links into its verl submodule)."""
     where = path.resolve() if path.is_symlink() else path
     return path.is_symlink() or where.parent.parts[-3:] == ("verl", "trainer", "config")
+
+
+def _symlink(name: str, dirs: list[Path]) -> Path | None:
+    """``name.yaml`` in ``dirs`` when it is a symlink (its target may be absent)."""
+    for d in dirs:
+        for suffix in (".yaml", ".yml"):
+            candidate = d / f"{name}{suffix}"
+            if candidate.is_symlink():
+                return candidate
+    return None
+
+
+def _folders(dirs: list[Path]) -> tuple[str, ...]:
+    """The names of the folders in ``dirs`` (config groups Hydra can find there)."""
+    names = {c.name for d in dirs if d.is_dir() for c in d.iterdir() if c.is_dir()}
+    return tuple(sorted(names))
 
 
 def _key_paths(tree: dict[str, Any], prefix: str) -> set[str]:

@@ -155,3 +155,56 @@ def test_without_the_recipe_config_no_key_is_checked(tmp_path: Path) -> None:
     (entry,) = audit(_recipe(tmp_path, "my_algo.upper=0.9", config=False), version="verl=0.9.1")
     assert _refused(entry) == ""
     assert "config_not_found" in {f.code for f in entry.findings}
+
+
+# ----------------------------------------------------------------------------- linked configs
+PROJECT_BASE = """\
+defaults:
+  - ppo_trainer # a symbolic link into the verl submodule
+  - envs
+
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 32
+"""
+
+
+def _project(tmp_path: Path, groups: tuple[str, ...] = ()) -> Path:
+    """A project config folder (``config/``) linking ``ppo_trainer.yaml`` into its verl copy
+    (absent here: the audit never needs the target), with a launch config on top."""
+    root = _write(
+        tmp_path,
+        {
+            "config/base.yaml": PROJECT_BASE,
+            "config/envs.yaml": "es_manager: {size: 8}\n",
+            "config/sokoban.yaml": "defaults:\n  - base\n\ntrainer:\n  experiment_name: s\n",
+        },
+    )
+    (root / "config/ppo_trainer.yaml").symlink_to("../verl/verl/trainer/config/ppo_trainer.yaml")
+    for group in groups:
+        (root / "config" / group).mkdir()
+    return root / "config/sokoban.yaml"
+
+
+def test_a_linked_trainer_config_with_groups_the_folder_lacks_is_refused(tmp_path: Path) -> None:
+    """verl 0.9.1's ppo_trainer.yaml composes groups (actor/, ..., transfer_queue/) that the
+    project's folder lacks: Hydra fails; 0.4.1's has no defaults list and composes."""
+    config = _project(tmp_path)
+    (newest,) = audit(config, version="verl=0.9.1")
+    (found,) = [f for f in newest.findings if f.code == "verl.config_group_missing"]
+    assert "transfer_queue" in found.message and "actor" in found.message
+    assert newest.status == "error" and newest.refused
+    (old,) = audit(config, version="verl=0.4.1")
+    assert "verl.config_group_missing" not in {f.code for f in old.findings}
+    assert not old.refused
+
+
+def test_a_linked_trainer_config_whose_groups_are_there_composes(tmp_path: Path) -> None:
+    """The same folder holding 0.6.1's group folders composes under 0.6.1, not under 0.9.1."""
+    v061 = ("actor", "data", "ref", "rollout", "model", "critic", "reward_model", "algorithm")
+    config = _project(tmp_path, v061)
+    (entry,) = audit(config, version="verl=0.6.1")
+    assert "verl.config_group_missing" not in {f.code for f in entry.findings}
+    (newest,) = audit(config, version="verl=0.9.1")
+    (found,) = [f for f in newest.findings if f.code == "verl.config_group_missing"]
+    assert "groups model_engine, reward, distillation, transfer_queue through" in found.message
