@@ -305,9 +305,10 @@ def _compose_hydra(
         dirs += [b for b in bases if b.is_dir()]
     path = find_config(name, list(dict.fromkeys(dirs)))
     if path is None:
-        if not explicit or name in _LIBRARY_CONFIGS:
-            if name in _LIBRARY_CONFIGS:
-                return {}, [], [], {}
+        stem = name.removesuffix(".yaml").removesuffix(".yml")
+        if not explicit or stem in _LIBRARY_CONFIGS:
+            if stem in _LIBRARY_CONFIGS:  # verl's own config: the release's recorded keys
+                return {}, [], [], {"config_name": stem}
             return (
                 {},
                 [],

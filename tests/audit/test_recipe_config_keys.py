@@ -208,3 +208,18 @@ def test_a_linked_trainer_config_whose_groups_are_there_composes(tmp_path: Path)
     (newest,) = audit(config, version="verl=0.9.1")
     (found,) = [f for f in newest.findings if f.code == "verl.config_group_missing"]
     assert "groups model_engine, reward, distillation, transfer_queue through" in found.message
+
+
+def test_verl_s_own_megatron_config_is_checked_with_its_keys(tmp_path: Path) -> None:
+    """``--config-name='ppo_megatron_trainer.yaml'`` (with the suffix) on ``main_ppo``: the
+    release's megatron config decides, whether or not the checkout holds verl's config folder."""
+    launch = LAUNCH.replace("recipe.my_algo.main_my_algo", "verl.trainer.main_ppo")
+    launch = launch.replace("my_trainer.yaml", "ppo_megatron_trainer.yaml")
+    path = _write(tmp_path, {"run.sh": launch.format(extra="")}) / "run.sh"
+    (newest,) = audit(path, version="verl=0.9.1")
+    refused = _refused(newest)
+    assert "'actor_rollout_ref.actor.megatron.grad_offload'" in refused
+    assert "'my_algo.threshold'" in refused  # no recipe config here: not a key of verl's
+    (older,) = audit(path, version="verl=0.6.1")
+    assert "megatron.grad_offload" not in _refused(older)
+    assert "'my_algo.threshold'" in _refused(older)
