@@ -70,7 +70,11 @@ def pinned_version(item: dict[str, Any]) -> str:
     version = str(pin["version"])
     where = str(pin.get("where", ""))
     own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
-    vendored = not own and where.endswith(VERSION_FILES) and " " not in where
+    vendored = (
+        not own
+        and where.endswith(VERSION_FILES)
+        and (" " not in where or where.startswith("submodule "))
+    )
     if vendored and "+" not in version and not version.endswith(("x", "*")):
         return version + "+vendored"
     return version
@@ -319,6 +323,12 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
             out.symlink_to(read_blob(gdir, sha).decode())
         else:
             out.write_bytes(read_blob(gdir, sha))
+    for repo, commit, src in submodule_code(item):
+        sub = target / submodule_mount(item)
+        try:
+            materialise(git_dir(mirrors, repo), commit, src, None, sub)
+        except MirrorError:
+            continue
     return path
 
 
@@ -371,6 +381,28 @@ def vendored_code(item: dict[str, Any]) -> list[str]:
         return []
     package = where.removesuffix("version/version")
     return [package + rel for rel in VENDORED_CODE]
+
+
+def submodule_mount(item: dict[str, Any]) -> str:
+    """Where a verl submodule sits in the checkout (``submodule verl -> ...``: ``verl``)."""
+    where = str((item.get("pin") or {}).get("where", ""))
+    return where.removeprefix("submodule ").split(" -> ", 1)[0]
+
+
+def submodule_code(item: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(repository, commit, path) of a verl git submodule's files the audit reads.
+
+    A pin read from a submodule (RAGEN's ``verl``) stands for code a recursive clone has in the
+    checkout, like a vendored copy: its version file, trainer and actor are written under the
+    submodule's path (correction of 2026-12-07, after the audit had run: the scorer wrote only
+    vendored copies committed in the project's own tree).
+    """
+    pin = item.get("pin") or {}
+    where = str(pin.get("where", ""))
+    if item["library"] != "verl" or not where.startswith("submodule ") or not pin.get("commit"):
+        return []
+    repo = where.split(" -> ", 1)[1].split("@", 1)[0]
+    return [(repo, str(pin["commit"]), "verl/" + rel) for rel in VENDORED_CODE]
 
 
 def main(argv: list[str] | None = None) -> int:

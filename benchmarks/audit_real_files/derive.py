@@ -239,6 +239,21 @@ def verl_trainer_rule(
         mod_dir = _module_file(entry, root, pkg)
         if mod_dir is not None:
             candidates += sorted(mod_dir.parent.glob("*.py"))
+    own_fit = [] if any(_calls_apply_kl(p) for p in candidates) else _fit_methods(candidates)
+    if own_fit:
+        # The recipe's trainer class defines its own fit() and nothing in the recipe calls
+        # apply_kl_penalty: the generic trainer's call never runs (correction of 2026-12-07,
+        # after the audit had run: PRIME's RayPRIMETrainer.fit, recipe/prime/
+        # prime_ray_trainer.py, computes advantages from the RM scores alone).
+        cite = ", ".join(f"{_cite_path(p, root, pkg)}:{line}" for p, line in own_fit)
+        trainer = semantics.VerlTrainer(
+            reward_rule="never",
+            cite=f"own fit() without apply_kl_penalty: {cite}",
+            async_trainer="one_step_off" in entry or "fully_async" in entry,
+            drops_reward_for=("gdpo",) if vt >= (0, 9) else (),
+            v1_multi_turn_drops=vt >= (0, 9),
+        )
+        return trainer, trainer.cite
     if not candidates or not any(_calls_apply_kl(p) for p in candidates):
         v1 = pkg / "trainer" / "ppo" / "v1" / "trainer_base.py"
         use_v1 = semantics._truthy(values.get("trainer.use_v1", False))
@@ -289,6 +304,22 @@ def _module_file(entry: str, root: Path, pkg: Path) -> Path | None:
         if (base / rel).exists():
             return base / rel
     return None
+
+
+def _fit_methods(paths: list[Path]) -> list[tuple[Path, int]]:
+    """(file, line) of each ``def fit`` inside a class of the given files."""
+    out: list[tuple[Path, int]] = []
+    for path in paths:
+        try:
+            tree = ast.parse(path.read_text())
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "fit":
+                        out.append((path, item.lineno))
+    return out
 
 
 def _calls_apply_kl(path: Path) -> bool:

@@ -13,7 +13,12 @@ timeout. Stub behaviour that matters for what runs:
 
 * ``python -c CODE`` / ``python3 -c CODE`` exit 1 with no output (probes such as
   ``python3 -c 'import torch_npu'`` fail, as on a machine without the probed package);
-* every other stub prints nothing and exits 0 (so ``$(nvidia-smi ...)`` is empty);
+* ``nvidia-smi`` answers as one node with 8 GPUs: ``--query-gpu=...`` and ``-L`` print 8
+  lines (correction of 2026-12-07, after the audit had run: an empty answer made code-r1's
+  mini-batch size ``8 * 4 * 0 = 0``, a run verl refuses at worker start,
+  ``verl/workers/fsdp_workers.py:128`` of its vendored copy, so the expectation described a
+  run that cannot happen; code-r1 is the only listed file that calls ``nvidia-smi``);
+* every other stub prints nothing and exits 0;
 * ``sleep`` is a stub (returns at once); ``sbatch`` records its argv and does not run the job.
 
 The log holds one record per stub call: program name, working directory, argv, and stdin
@@ -56,6 +61,11 @@ exit 0
 
 _PYTHON_EXTRA = 'if [ "$1" = "-c" ]; then exit 1; fi'
 
+_NVIDIA_SMI_EXTRA = r"""case " $* " in
+  *" -L "*) for i in 0 1 2 3 4 5 6 7; do echo "GPU $i: NVIDIA H100 80GB HBM3"; done ;;
+  *--query-gpu*) for i in 0 1 2 3 4 5 6 7; do echo "NVIDIA H100 80GB HBM3"; done ;;
+esac"""
+
 
 @dataclass
 class StubCall:
@@ -90,6 +100,8 @@ def write_stubs(stub_dir: Path, log_dir: Path) -> None:
     stub_dir.mkdir(parents=True, exist_ok=True)
     for name in STUBS:
         extra = _PYTHON_EXTRA if name.startswith("python") else ""
+        if name == "nvidia-smi":
+            extra = _NVIDIA_SMI_EXTRA
         text = _STUB.replace("{logdir}", str(log_dir)).replace("{name}", name)
         (stub_dir / name).write_text(text.replace("{extra}", extra))
         (stub_dir / name).chmod(0o755)

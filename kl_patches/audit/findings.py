@@ -68,6 +68,9 @@ newest of them, while the installed (error) or newest tested (warning) release r
 TEMPLATE_PLACEHOLDER = "template_placeholder"
 """The file is a template with ``VAR=<PATH>`` placeholders, which bash cannot run (a warning
 when an option of the launch takes its value from one)."""
+ACCELERATOR_ASSUMED = "accelerator_assumed"
+"""The script probes for a vendor accelerator package (``python3 -c 'import torch_npu'``): read
+as failing (an NVIDIA GPU machine), with the other run named."""
 
 CODES = (
     KL_OFF,
@@ -92,6 +95,7 @@ CODES = (
     VERSION_PIN_CONFLICT,
     VERSION_FROM_NAMES,
     TEMPLATE_PLACEHOLDER,
+    ACCELERATOR_ASSUMED,
 )
 """Every audit-level finding code (adapter codes are ``<library>.<name>``)."""
 
@@ -197,6 +201,12 @@ def _relevant(key: str, reading: NativeReading | None) -> bool:
     )
 
 
+def _sentence(text: str, capital: bool) -> str:
+    """``text`` with a capital first letter, unless it starts with a key name (kept as written:
+    ``algorithm.adv_estimator``, not ``Algorithm.adv_estimator``)."""
+    return text[:1].upper() + text[1:] if capital else text
+
+
 def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> list[AuditFinding]:
     """Findings about the launch itself: a comment that cut it short, unset variables, values
     the audit cannot know, branches it cannot decide, and what the input layer found."""
@@ -236,7 +246,7 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
             AuditFinding(
                 UNRESOLVED_VARIABLES,
                 "warning",
-                "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + ".",
+                _sentence("; ".join(parts), capital=bool(inp.vanished)) + ".",
                 f"kl-patches audit --var {first}=VALUE {shlex.quote(inp.path or '') or '<file>'}",
                 "audit",
             )
@@ -300,6 +310,19 @@ def input_findings(inp: AuditInput, reading: NativeReading | None = None) -> lis
                 f"This launch runs only in some branches ({', '.join(inp.branch)}) of tests the "
                 "audit cannot decide (they depend on command output, files, the node or the "
                 "script's arguments: see the notes); every branch is read and reported.",
+                "",
+                "audit",
+            )
+        )
+    if inp.assumed:
+        out.append(
+            AuditFinding(
+                ACCELERATOR_ASSUMED,
+                "info",
+                "The script picks its settings by probing the machine: "
+                + "; ".join(inp.assumed)
+                + ". This launch is the run on such a GPU machine; the audit never runs the "
+                "probe.",
                 "",
                 "audit",
             )

@@ -255,6 +255,7 @@ def _make_input(
         context=context,
         findings=tuple(extra),
         branch=tuple(cmd.branch),
+        assumed=tuple(cmd.assumed),
         unknown_items=lost,
         empty_items=empty,
         vanished=tuple(cmd.vanished),
@@ -423,6 +424,7 @@ def _python_launches(
                 context=context,
                 findings=tuple(findings),
                 branch=tuple(cmd.branch) if cmd else (),
+                assumed=tuple(cmd.assumed) if cmd else (),
                 unresolved=tuple(cmd.unresolved) if cmd else (),
                 version=ctx.version,
             )
@@ -507,12 +509,45 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
     return _assumed(cmd, i, ctx, word)
 
 
+def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
+    """The words of ``argv`` that are ``d``'s trainer options (its argv markers)."""
+    return [a for a in argv if any(re.search(m, a) for m in d.argv_markers)]
+
+
+def _sibling_hits(
+    d: AdapterDescriptor, cmd: Command, word: str, ctx: _Ctx
+) -> tuple[int, list[str]]:
+    """(line, options) of another command of the file that runs the same unknown script
+    ``word`` (same path as written, same working directory) with ``d``'s trainer options;
+    (0, []) when none does. One program is one trainer: a launch of it that only sets, say,
+    its environment's options (``custom_envs.X=...``) runs the same trainer as the launches
+    that show its library's options."""
+    if ctx.script is None:
+        return 0, []
+    for other in ctx.script.commands:
+        if other is cmd or other.cwd != cmd.cwd or other.file != cmd.file:
+            continue
+        for j, x in enumerate(other.words[:-1]):
+            if x == word:
+                hits = _marker_hits(d, other.words[j + 1 :])
+                if hits:
+                    return other.line, hits
+                break
+    return 0, []
+
+
 def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | None:
+    """An unknown script read as the main trainer of the library whose trainer options its
+    arguments carry, or, when they carry none, whose options another launch of the same
+    script in the file carries."""
     argv = cmd.words[i + 1 :]
     for d in adapters.descriptors():
         if not d.argv_markers or not d.assumed_entry:
             continue
-        hits = [a for a in argv if any(re.search(m, a) for m in d.argv_markers)]
+        hits = _marker_hits(d, argv)
+        sibling = 0
+        if not hits:
+            sibling, hits = _sibling_hits(d, cmd, word, ctx)
         if not hits:
             continue
         kept, lost, empty = _drop_unknown(cmd, i + 1)
@@ -522,6 +557,10 @@ def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | N
         context["assumed"] = (
             f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
             f"read as {d.assumed_entry}"
+            if not sibling
+            else f"its launch at line {sibling} in this file carries {d.name} trainer options "
+            f"({', '.join(hits[:3])}), so this launch of the same script is read as "
+            f"{d.assumed_entry} too"
         )
         lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
         return [_make_input(d, lp, cmd, ctx, lost, empty)]

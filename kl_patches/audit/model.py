@@ -143,6 +143,9 @@ class AuditInput:
     file not found, a file only partly read)."""
     branch: tuple[str, ...] = ()
     """Undecidable branches of the script this launch depends on (``if@12=then``)."""
+    assumed: tuple[str, ...] = ()
+    """Machine facts the script's reading rests on: accelerator probes read as failing
+    (:mod:`kl_patches.audit.shell.probes`), each naming the other run."""
     unknown_items: tuple[tuple[str, str], ...] = ()
     """(key, value text) of options whose value comes from a command substitution (never
     run): left out of the reader's input, so the library default stands for them."""

@@ -323,7 +323,8 @@ def main(argv: list[str]) -> int:
 
 def _fix_main(args: argparse.Namespace, variables: dict[str, str], versions: dict[str, str]) -> int:
     """``--fix [--write [--no-backup]]``: the diff per file, what each launch gets, and why a
-    file is left unchanged; exit 2 when a file cannot be read or fixed."""
+    file is left unchanged; exit 2 when a file cannot be read or fixed, 1 when the fixed file
+    still has a biased or refused launch (choices left to the user), else 0."""
     from kl_patches.audit.fix.apply import diff, fix_file, summary, write_fix
 
     if not args.paths or any(os.path.isdir(p) or p == STDIN for p in args.paths):
@@ -354,6 +355,10 @@ def _fix_main(args: argparse.Namespace, variables: dict[str, str], versions: dic
             print(f"# wrote {path}" + (f" (backup {saved})" if saved else ""))
         elif not fix.changed and not fix.problems:
             print(f"# {path}: nothing to change")
+        if not fix.problems and fix.left:
+            names = "; ".join(f"{e.origin} ({e.status})" for e in fix.left)
+            errors.say(f"kl-patches audit: {path}: left to you after the fix: {names}")
+            code = max(code, 1)
     return code
 
 

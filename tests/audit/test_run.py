@@ -485,3 +485,28 @@ def test_flat_openrlhf_names_count_as_read(tmp_path: Path) -> None:
     assert entry.ignored_keys == ("pretrain", "save_path", "kl_horizn")
     (typo,) = [f for f in entry.findings if f.code == "ignored_kl_key"]
     assert "kl_horizn" in typo.message
+
+
+def test_an_unset_variable_in_one_array_element_is_blamed_on_that_element(tmp_path: Path) -> None:
+    """``"${DATA[@]}"`` gives each element its own taint: $HOME in data.train_files does not
+    make data.train_batch_size (another element) or an algorithm key "empty because $HOME"."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "DATA=(\n"
+        "  data.train_files=\"['$HOME/train.parquet']\"\n"
+        "  data.train_batch_size=1024\n"
+        "  actor_rollout_ref.actor.kl_loss_type=$KL_TYPE\n"
+        ")\n"
+        'python3 -m verl.trainer.main_ppo algorithm.use_kl_in_reward=True "${DATA[@]}"\n'
+    )
+    (entry,) = audit(path, version={"verl": "0.9.1"})
+    (finding,) = [f for f in entry.findings if f.code == "unresolved_variables"]
+    assert finding.message.startswith(
+        "actor_rollout_ref.actor.kl_loss_type is empty because $KL_TYPE"
+    )
+    assert "$HOME" not in finding.message and "train_batch_size" not in finding.message
+    # an element assigned afterwards drops the per-element record: the joint taint applies
+    path.write_text(path.read_text().replace("python3", "DATA[1]=data.train_batch_size=8\npython3"))
+    (entry,) = audit(path, version={"verl": "0.9.1"})
+    (finding,) = [f for f in entry.findings if f.code == "unresolved_variables"]
+    assert "data.train_batch_size is empty because $HOME, $KL_TYPE" in finding.message

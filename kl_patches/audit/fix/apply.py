@@ -56,6 +56,13 @@ class FileFix:
         return self.new_text != self.text
 
     @property
+    def left(self) -> list[AuditEntry]:
+        """Launches still ``biased`` or ``error`` once the fix is applied (the re-audit of the
+        edited text, or the audit as read when nothing is edited): what is left to the user."""
+        entries = self.after if self.changed else [p.entry for p in self.plans]
+        return [e for e in entries if e.fails_strict]
+
+    @property
     def label(self) -> str:
         """``native`` when every change set is native, else ``with kl-patches``."""
         labels = {p.changes.label for p in self.plans if p.changes is not None}

@@ -71,6 +71,7 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
         item = ArrayLit(w.deref(item.name), item.append, item.elements, item.line)
     if isinstance(item, ArrayLit):
         values: list[str] = []
+        taints: list[Taint] = []
         taint = Taint()
         assoc: dict[str, str] = {}
         for raw in item.elements:
@@ -83,6 +84,7 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
                 continue
             for f in interp.expand(raw, w):
                 values.append(f.text)
+                taints.append(f.taint)
                 taint.add(f.taint)
         if len(values) > LIMITS["array"]:
             raise ShellLimitError(f"line {line}: an array of more than {LIMITS['array']} words")
@@ -101,13 +103,27 @@ def assign(interp: Interpreter, item: Any, w: World, line: int) -> Any:
                 new[start + j] = v
             w.arrays[item.name] = new
             w.vars.pop(item.name, None)
+            if item.append:
+                w.element_taint.pop(item.name, None)
+            else:
+                w.element_taint[item.name] = (tuple(values), tuple(taints))
         if taint.undecidable:
             w.taint[item.name] = taint
         return None
     m = ASSIGN.match(item)
     assert m is not None
     name, sub, op, raw = m.group(1), m.group(2), m.group(3), m.group(4)
+    probes = len(w.assumed)
     value, taint = interp.expand_string(raw, w, assignment=True)
+    if len(w.assumed) > probes and re.match(r"\$\{" + re.escape(name) + r":?[-=]", raw):
+        # NAME=${NAME:-$(probe ...)}: the environment's NAME comes first
+        w.assumed = (
+            *w.assumed[:probes],
+            *(
+                f"{a} (set {name} with --var {name}=VALUE to read that run)"
+                for a in w.assumed[probes:]
+            ),
+        )
     if w.refs.get(name) == "" and sub is None:  # declare -n REF; REF=TARGET
         w.refs[name] = value
         return None

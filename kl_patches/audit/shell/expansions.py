@@ -365,8 +365,17 @@ class Expander:
         taint = Taint(args=not w.pos_known)
         self._list(list(w.pos), quoted, joined=(c == "*"), taint=taint)
 
-    def _list(self, values: list[str], quoted: bool, joined: bool, taint: Taint) -> None:
-        """``"$@"``/``"${A[@]}"`` (a field per element), ``$*``/``${A[*]}`` (joined)."""
+    def _list(
+        self,
+        values: list[str],
+        quoted: bool,
+        joined: bool,
+        taint: Taint,
+        taints: tuple[Taint, ...] | None = None,
+    ) -> None:
+        """``"$@"``/``"${A[@]}"`` (a field per element), ``$*``/``${A[*]}`` (joined);
+        ``taints``: each element's own taint (an array assigned from a literal), else
+        ``taint`` for every field."""
         if joined:
             text = " ".join(values)
             if quoted:
@@ -382,10 +391,11 @@ class Expander:
         for k, v in enumerate(values):
             if k:
                 self._break()
+            own = taints[k] if taints is not None else taint
             if quoted:
-                self._add(v, taint, True)
+                self._add(v, own, True)
             else:
-                self._add_split(v, taint)
+                self._add_split(v, own)
 
     def _brace(self, inner: str, literal: str, quoted: bool) -> None:
         w = self.w
@@ -449,6 +459,10 @@ class Expander:
             else:
                 values = []
             taint = w.taint.get(name, Taint()) if w.is_set(name) else Taint(unset=[name])
+            own = w.element_taint.get(name)
+            if sub == "@" and own is not None and own[0] == tuple(values) and name in w.taint:
+                self._list(values, quoted, joined=False, taint=taint, taints=own[1])
+                return
             self._list(values, quoted, joined=sub == "*", taint=taint)
             return
         if name in "@*" and not rest:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from kl_patches.audit.shell.lexer import Lexer
 from kl_patches.audit.shell.model import LIMITS, Command, ShellLimitError, ShellParseError
-from kl_patches.audit.shell.nodes import Simple
+from kl_patches.audit.shell.nodes import AndOr, Node, Simple
 from kl_patches.audit.shell.parser import Parser
 from kl_patches.audit.shell.printf import printf
+from kl_patches.audit.shell.probes import assumption, probed_package
 from kl_patches.audit.shell.state import Field, Taint, World
 from kl_patches.audit.shell.vocabulary import NOT_FOLLOWED, SHELLS
 
@@ -253,6 +254,8 @@ def substitution(
         extra = parser.complete_command()
     except (ShellParseError, ShellLimitError):
         return None, Taint()
+    if extra is None and isinstance(node, AndOr):
+        return _probe_choice(interp, node, w, text), Taint()
     if extra is not None or not isinstance(node, Simple):
         return None, Taint()
     if not node.items or not isinstance(node.items[0], str):
@@ -304,3 +307,54 @@ def substitution(
                 return printed.rstrip("\n"), taint
         return None, Taint()
     return None, Taint()
+
+
+def _probe_choice(interp: Interpreter, node: AndOr, w: World, written: str) -> str | None:
+    """The output of ``$(PROBE && echo A || echo B)`` with PROBE an accelerator probe
+    (:mod:`.probes`) read as failing, the assumption recorded on ``w``; None for any other
+    ``&&``/``||`` list (never run). Its parts may only be the probe (output silenced or not)
+    and ``echo``/``printf`` of known words."""
+    parts: list[tuple[str, Node]] = [("", node.first), *node.rest]
+    probe: str | None = None
+    steps: list[tuple[str, str | None]] = []  # (op, None for the probe | the echoed text)
+    for op, part in parts:
+        if not isinstance(part, Simple) or not all(isinstance(x, str) for x in part.items):
+            return None
+        words: list[str] = []
+        for raw in part.items:
+            for f in interp.expand(raw, w):
+                if f.taint.undecidable:
+                    return None
+                words.append(f.text)
+        package = probed_package(words)
+        if package is not None and probe is None:
+            if not all(
+                r.heredoc is None and (r.target == "/dev/null" or r.op == ">&") for r in part.redirs
+            ):
+                return None
+            probe = package
+            steps.append((op, None))
+            continue
+        if part.redirs or not words or words[0] != "echo":
+            return None
+        steps.append((op, " ".join(x for x in words[1:] if x not in ("-n", "-e", "-E"))))
+    if probe is None:
+        return None
+    absent, present = (_run_steps(steps, ok) for ok in (False, True))
+    w.assumed = (*w.assumed, assumption(probe, f"$({written})", absent, present))
+    return absent
+
+
+def _run_steps(steps: list[tuple[str, str | None]], probe_ok: bool) -> str:
+    """What a ``&&``/``||`` list of echoes and one probe prints, the probe succeeding or not."""
+    out: list[str] = []
+    status = 0
+    for op, echoed in steps:
+        if (op == "&&" and status != 0) or (op == "||" and status == 0):
+            continue
+        if echoed is None:
+            status = 0 if probe_ok else 1
+        else:
+            out.append(echoed)
+            status = 0
+    return "\n".join(out)

@@ -37,6 +37,7 @@ from kl_patches.audit.shell.nodes import (
     Simple,
 )
 from kl_patches.audit.shell.patterns import glob_match
+from kl_patches.audit.shell.probes import assumption, probed_package
 from kl_patches.audit.shell.state import Field, Taint, World, collapse
 from kl_patches.audit.shell.vocabulary import (
     ASSIGN,
@@ -659,6 +660,12 @@ class Interpreter:
             if builtin is not None:
                 return builtin
         cmd = self._emit(words, prefix, node, w, vanished)
+        package = probed_package([f.text for f in words])
+        if package is not None and not any(f.taint.undecidable for f in words):
+            # an accelerator probe: read as failing (the vendor package absent), see .probes
+            written = " ".join(x for x in node.items if isinstance(x, str))
+            w.assumed = (*w.assumed, assumption(package, written))
+            return [w], [1]
         worlds = follow(self, cmd, words, prefix, node, w)
         return worlds, ["ext"] * len(worlds)
 
@@ -675,6 +682,7 @@ class Interpreter:
         )
         cmd.calls = w.calls
         cmd.via = w.via
+        cmd.assumed = w.assumed
         for v in vanished or ():
             cmd.vanished.append(v)
             if v not in cmd.unresolved:

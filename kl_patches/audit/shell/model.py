@@ -79,6 +79,9 @@ class Command:
     via: tuple[str, ...] = ()
     """``FILE:LINE`` (or ``:LINE`` in the script itself) of each ``source``/``bash FILE`` that
     led to the followed file this command is in (outermost first)."""
+    assumed: tuple[str, ...] = ()
+    """Machine facts the reading of this command rests on: accelerator probes read as failing
+    (:mod:`.probes`), each naming the other run."""
 
 
 @dataclass

@@ -58,6 +58,10 @@ class World:
         self.arrays: dict[str, dict[int, str]] = {}
         self.assoc: dict[str, dict[str, str]] = {}
         self.taint: dict[str, Taint] = {}
+        self.element_taint: dict[str, tuple[tuple[str, ...], tuple[Taint, ...]]] = {}
+        """Per-element taints of an array assigned from a literal (``A=( ... )``), with the
+        values they were taken for: ``"${A[@]}"`` gives each field its own element's taint
+        while the array still holds those values (else the array's joint taint applies)."""
         self.exported: set[str] = set()
         self.funcs: dict[str, Node] = {}
         self.pos: list[str] = []
@@ -82,6 +86,9 @@ class World:
         """Namerefs (``declare -n NAME=TARGET``): NAME -> TARGET."""
         self.ref_frames: list[dict[str, str | None]] = []
         """Per function call: the namerefs ``local -n`` shadowed (None: none before)."""
+        self.assumed: tuple[str, ...] = ()
+        """Machine facts this world was read under: accelerator probes read as failing
+        (:mod:`.probes`)."""
 
     def copy(self) -> World:
         w = World()
@@ -89,6 +96,7 @@ class World:
         w.arrays = {k: dict(v) for k, v in self.arrays.items()}
         w.assoc = {k: dict(v) for k, v in self.assoc.items()}
         w.taint = dict(self.taint)
+        w.element_taint = dict(self.element_taint)
         w.exported = set(self.exported)
         w.funcs = dict(self.funcs)
         w.pos = list(self.pos)
@@ -111,6 +119,7 @@ class World:
         w.line_offset = self.line_offset
         w.refs = dict(self.refs)
         w.ref_frames = [dict(x) for x in self.ref_frames]
+        w.assumed = self.assumed
         return w
 
     @property

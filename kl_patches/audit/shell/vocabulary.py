@@ -92,3 +92,18 @@ BUILTINS = {
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 NOT_FOLLOWED = {"echo", "printf", "cat", "grep", "sed", "awk", "tee", "ls", "test", "["}
 UNKNOWN_SPECIAL = {"$", "!", "RANDOM", "SECONDS", "EPOCHSECONDS", "EPOCHREALTIME", "BASHPID"}
+
+ACCELERATOR_PACKAGES = {
+    "torch_npu": "Ascend NPUs",
+    "torch_mlu": "Cambricon MLUs",
+    "torch_musa": "Moore Threads GPUs",
+    "habana_frameworks": "Intel Gaudi HPUs",
+    "intel_extension_for_pytorch": "Intel XPUs",
+}
+"""Vendor accelerator packages a launch script probes for (``python3 -c 'import torch_npu'``)
+to pick a device, and the hardware each stands for. Such a probe is read as failing: the
+audit reads a launch as run on an NVIDIA GPU machine without the vendor package, which is
+what the libraries fall back to when the probe fails (verl v0.9.0
+``verl/utils/device.py:36-57``: ``is_torch_npu_available`` is False without ``torch.npu``;
+its examples, e.g. ``examples/grpo_trainer/run_qwen3_8b_fsdp.sh:19``, then pick ``gpu``).
+The reading names the other run (an ``accelerator_assumed`` finding)."""

@@ -151,3 +151,20 @@ def test_a_refused_launch_is_written_with_its_kl_fix_and_renames(tmp_path: Path)
     assert (entry.reading.config.estimator, entry.reading.config.placement) == ("k1", "reward")
     assert {f.code for f in entry.findings if f.severity == "error"} == {"openrlhf.flag_rejected"}
     assert any("your choice" in ln and "--my_fork_flag" in ln for ln in summary(fix))
+
+
+def test_cli_fix_exits_1_while_a_refusal_is_left_to_the_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The KL fix is written, but the fork's own flag is still refused: the fixed file is not
+    clean, so --fix says what is left and exits 1 (0 is for a clean result, 2 for no fix)."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.01 --use_kl_loss --my_fork_flag 3\n"
+    )
+    assert main([str(path), "--fix", "--library-version", "openrlhf=0.11.2"]) == 1
+    err = capsys.readouterr().err
+    assert "left to you after the fix" in err and "(error)" in err
+    clean = tmp_path / "clean.sh"
+    clean.write_text("python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.01 --use_kl_loss\n")
+    assert main([str(clean), "--fix", "--library-version", "openrlhf=0.11.2"]) == 0
