@@ -39,6 +39,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -51,7 +52,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent / "audit_real_files"
 sys.path.insert(0, str(HERE))
 
-from mirror import MirrorError, git_dir, materialise  # noqa: E402
+from mirror import MirrorError, git, git_dir, materialise, read_blob  # noqa: E402
 
 LIBRARIES = ("verl", "openrlhf", "trl")
 LIBRARY_REPOS = {
@@ -313,6 +314,15 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
             materialise(gdir, item["commit"], extra, None, target)
         except MirrorError:
             continue  # the copy lacks it: the audit then reads the release's rules
+    for name, mode, sha in entry_configs(gdir, item):
+        out = target / name
+        if out.exists() or out.is_symlink():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":  # a symlink (RAGEN's config/ppo_trainer.yaml into its verl copy)
+            out.symlink_to(read_blob(gdir, sha).decode())
+        else:
+            out.write_bytes(read_blob(gdir, sha))
     for repo, commit, src in submodule_code(item):
         sub = target / submodule_mount(item)
         try:
@@ -320,6 +330,40 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
         except MirrorError:
             continue
     return path
+
+
+def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(repository path, mode, blob) of the YAML files of the Hydra config folder of each
+    recipe or experimental verl trainer the file launches (``<module's folder>/config/``, the
+    ``config_path`` of its ``@hydra.main``), or of a verl config file's own folder (the
+    configs its ``defaults`` name): a user's checkout has them, and the audit composes them to
+    know the keys the launch's overrides may name (issue 33). verl's own
+    ``verl/trainer/config`` is not written: the audit reads the release's recorded config."""
+    if item["library"] != "verl":
+        return []
+    mount = item.get("mount", "")
+    folders: list[str] = []
+    if item["kind"] == "yaml":
+        folders.append(os.path.dirname(item["path"]) or ".")
+    for launch in item.get("launches", []):
+        entry = str(launch.get("entry", ""))
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", entry) or entry.startswith("verl.trainer."):
+            continue
+        rel = os.path.normpath(Path(launch.get("cwd") or ".", *entry.split(".")[:-1], "config"))
+        if mount:
+            if not (rel + "/").startswith(mount.rstrip("/") + "/"):
+                continue
+            rel = os.path.relpath(rel, mount)
+        folders.append(rel)
+    out: list[tuple[str, str, str]] = []
+    for rel in dict.fromkeys(folders):
+        listing = git(gdir, "ls-tree", "-r", item["commit"], "--", rel + "/")
+        for line in listing.decode().splitlines():
+            meta, name = line.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob" and name.endswith((".yaml", ".yml")):
+                out.append((name, mode, sha))
+    return out
 
 
 VENDORED_CODE = ("version/version", "trainer/ppo/ray_trainer.py", "workers/actor/dp_actor.py")

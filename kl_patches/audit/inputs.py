@@ -48,7 +48,13 @@ from kl_patches.audit.shell import (
     ShellScript,
     parse_script,
 )
-from kl_patches.audit.yaml_inputs import cluster_commands, compose, config_dirs, find_config
+from kl_patches.audit.yaml_inputs import (
+    Composed,
+    cluster_commands,
+    compose,
+    config_dirs,
+    find_config,
+)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".sbatch")
@@ -228,9 +234,10 @@ def _make_input(
     if "hydra" in context:
         hydra = context.pop("hydra")
         entry = str(context.get("entry", ""))
-        base, hydra_findings, hydra_notes = _compose_hydra(hydra, entry, cmd, ctx)
+        base, hydra_findings, hydra_notes, checked = _compose_hydra(hydra, entry, cmd, ctx)
         if base:
             context["base"] = base
+        context.update(checked)
         extra += hydra_findings
         more_notes += hydra_notes
     if ctx.version is not None:
@@ -273,13 +280,19 @@ def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
 
 def _compose_hydra(
     hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx
-) -> tuple[dict[str, Any], list[AuditFinding], list[str]]:
+) -> tuple[dict[str, Any], list[AuditFinding], list[str], dict[str, Any]]:
     """The flat settings of the config file a Hydra launch names (``--config-path``/
-    ``--config-name``), or of the entry point's own config when a checkout holds it."""
+    ``--config-name``), or of the entry point's own config when a checkout holds it, and what
+    the reader checks the overrides against (:func:`_checked_keys`)."""
     explicit = "config_name" in hydra or "config_path" in hydra
     name = hydra.get("config_name") or hydra.get("default_config")
     if not name:
-        return {}, [], [f"Hydra options {hydra} name no config: the library's defaults are read"]
+        return (
+            {},
+            [],
+            [f"Hydra options {hydra} name no config: the library's defaults are read"],
+            {},
+        )
     bases = _bases(cmd, ctx)
     dirs: list[Path] = []
     if hydra.get("config_dir"):
@@ -293,9 +306,10 @@ def _compose_hydra(
         dirs += [b for b in bases if b.is_dir()]
     path = find_config(name, list(dict.fromkeys(dirs)))
     if path is None:
-        if not explicit or name in _LIBRARY_CONFIGS:
-            if name in _LIBRARY_CONFIGS:
-                return {}, [], []
+        stem = name.removesuffix(".yaml").removesuffix(".yml")
+        if not explicit or stem in _LIBRARY_CONFIGS:
+            if stem in _LIBRARY_CONFIGS:  # verl's own config: the release's recorded keys
+                return {}, [], [], {"config_name": stem}
             return (
                 {},
                 [],
@@ -303,6 +317,7 @@ def _compose_hydra(
                     f"{entry}'s own config {name}.yaml is not beside the script (no checkout "
                     "here): read on the library's recorded defaults"
                 ],
+                {},
             )
         where = f" under {hydra['config_path']}" if hydra.get("config_path") else ""
         return (
@@ -320,10 +335,34 @@ def _compose_hydra(
                 )
             ],
             [],
+            {"config_check": False},  # its keys are unknown: refuse nothing
         )
     composed = compose(path, library_configs=_LIBRARY_CONFIGS)
     notes = [f"composed the Hydra config {path} ({len(composed.files)} file(s))", *composed.notes]
-    return composed.flat, [], notes
+    return composed.flat, [], notes, _checked_keys(composed)
+
+
+def _checked_keys(composed: Composed) -> dict[str, Any]:
+    """The reader's ``config_name``/``config_keys``/``config_check`` for a composed config.
+
+    Hydra composes the primary config with its ``defaults`` and then sets struct mode on the
+    result (hydra-core 1.3.8 ``_internal/config_loader_impl.py:270``, in
+    ``_load_configuration_impl``: ``OmegaConf.set_struct(cfg, True)`` after merging the
+    defaults, then the command-line overrides), so an override of a key that no file of the
+    composition has is refused: the keys are the project files' own keys plus the library
+    config the ``defaults`` place, whose keys the reader takes from the recorded release it
+    reads (the release's file, not the copy in the checkout). Nothing is checked when part of
+    the composition was not found, or when a library config sits at a package other than the
+    root (the recording is of the root placement)."""
+    links = {"config_links": dict(composed.linked)} if composed.linked else {}
+    if not composed.complete:
+        return {"config_check": False, **links}
+    if not composed.mounts:
+        return {"config_name": "", "config_keys": tuple(sorted(composed.keys)), **links}
+    if len(composed.mounts) == 1 and composed.mounts[0][1] == "":
+        name = composed.mounts[0][0]
+        return {"config_name": name, "config_keys": tuple(sorted(composed.keys)), **links}
+    return {"config_check": False, **links}
 
 
 def _python_launches(
@@ -624,6 +663,7 @@ def inputs_from_mapping(
         raise InputError(f"{origin}: {d.config_files}")
     notes: tuple[str, ...] = ()
     payload: dict[str, Any] = data
+    composed: Composed | None = None
     if path is not None and isinstance(data.get("defaults"), list):
         composed = compose(path, data, _LIBRARY_CONFIGS)
         payload = _nested(composed.flat)
@@ -635,6 +675,8 @@ def inputs_from_mapping(
     elif "hydra" in data or "defaults" in data:
         payload = {k: v for k, v in data.items() if k not in ("hydra", "defaults")}
     context: dict[str, Any] = {"version": version} if version else {}
+    if composed is not None and composed.linked:
+        context["config_links"] = dict(composed.linked)
     return [
         AuditInput(
             library=lib,

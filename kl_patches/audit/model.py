@@ -91,14 +91,17 @@ class AuditEntry:
     def refused(self) -> bool:
         """True when the library refuses to start the launch as the audit reads it: an error
         finding that names refused keys/flags/fields (``*_rejected``), an entry point the
-        release lacks (``*_not_in_version``), or the installed release refusing a launch told
-        to be for another (``version_from_names``). The reading then shows what would run
-        once the refused names are deleted, not what runs."""
+        release lacks (``*_not_in_version``), a config group the release's trainer config
+        composes and the project's config folder lacks (``*config_group_missing``), or the
+        installed release refusing a launch told to be for another (``version_from_names``).
+        The reading then shows what would run once the refused names are deleted, not what
+        runs."""
         return any(
             f.severity == "error"
             and (
                 f.code.endswith("_rejected")
                 or f.code.endswith("_not_in_version")
+                or f.code.endswith("config_group_missing")
                 or f.code == "version_from_names"
             )
             for f in self.findings

@@ -10,7 +10,10 @@ own keys at ``_self_``, implicitly last), following the files found beside it (`
 ``group/name.yaml``, ``group@package: name``), then resolves ``${a.b}`` interpolations between
 the merged keys. Entries that name the library's own configs (``ppo_trainer``) are left to the
 adapter's recorded defaults and listed in :attr:`Composed.library`; entries found nowhere are
-noted. Nothing is imported or run, and the environment is not read (``${oc.env:X,d}`` is ``d``).
+noted. The keys the project's own files give (:attr:`Composed.keys`) are kept apart from the
+library configs placed (:attr:`Composed.mounts`), whose keys the adapter takes from the release
+it reads, so that overrides can be checked as Hydra's strict composition checks them. Nothing
+is imported or run, and the environment is not read (``${oc.env:X,d}`` is ``d``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,21 @@ class Composed:
     """``defaults`` entries left to the library's own (recorded) config."""
     notes: list[str] = field(default_factory=list)
     """What could not be followed (a missing file, an interpolation)."""
+    keys: set[str] = field(default_factory=set)
+    """Every key path (mappings and leaves) the project's own files give the composed config,
+    at the package each file is placed at; the library's configs' keys are not in it."""
+    mounts: list[tuple[str, str]] = field(default_factory=list)
+    """(library config name, package) of each ``defaults`` entry that places a library config:
+    not found beside the files, or the library's own file (under ``verl/trainer/config``,
+    directly or through a symlink)."""
+    linked: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Library configs a project's own folder holds as a symlink into the library (RAGEN's
+    ``config/ppo_trainer.yaml``), each with the group folders on that folder's search path:
+    Hydra resolves the linked file's ``defaults`` groups there, so the release decides whether
+    they are found."""
+    complete: bool = True
+    """False when a non-optional ``defaults`` entry was found nowhere: :attr:`keys` and
+    :attr:`mounts` then miss part of the config."""
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -153,7 +171,7 @@ def compose(
     """``path``'s config merged with its ``defaults`` the way Hydra does (see the module
     docstring). ``library_configs`` are config names the library provides itself."""
     out = Composed(flat={})
-    tree = _compose_file(path, data, out, library_configs, depth=0)
+    tree = _compose_file(path, data, out, library_configs, depth=0, prefix="")
     out.flat = _resolve(_flatten(tree), out)
     return out
 
@@ -164,6 +182,7 @@ def _compose_file(
     out: Composed,
     library_configs: tuple[str, ...],
     depth: int,
+    prefix: str,
 ) -> dict[str, Any]:
     if depth > 16 or len(out.files) >= MAX_FILES:
         raise InputError(
@@ -175,6 +194,9 @@ def _compose_file(
     here = path.parent
     dirs = _search_dirs(data, here)
     own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+    parts = prefix.split(".") if prefix else []
+    out.keys.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    out.keys.update(_key_paths(own, prefix))
     defaults = data.get("defaults")
     tree: dict[str, Any] = {}
     placed_self = False
@@ -187,18 +209,68 @@ def _compose_file(
         if name is None or name in ("null", "None"):
             continue
         target = find_config(f"{group}/{name}", dirs) if group else find_config(name, dirs)
+        short = f"{group}/{name}" if group else name
+        placed = package if package is not None else (group or "").replace("/", ".")
+        at = ".".join(p for p in (prefix, placed) if p)
+        is_library = any(short.endswith(c) for c in library_configs) or name in library_configs
+        if is_library:
+            link = _symlink(name, dirs)
+            if link is not None:
+                out.linked[name.rsplit("/", 1)[-1]] = _folders(dirs)
         if target is None:
-            short = f"{group}/{name}" if group else name
-            if any(short.endswith(c) for c in library_configs) or name in library_configs:
+            if is_library:
                 out.library.append(short)
+                out.mounts.append((name.rsplit("/", 1)[-1], at))
             elif not optional:
                 out.notes.append(f"{path}: defaults entry {short!r} not found beside it")
+                out.complete = False
             continue
-        sub = _compose_file(target, None, out, library_configs, depth + 1)
-        _put(tree, package if package is not None else (group or "").replace("/", "."), sub)
+        if is_library and _library_file(target):
+            saved = (set(out.keys), list(out.mounts), out.complete)
+            sub = _compose_file(target, None, out, library_configs, depth + 1, at)
+            # the release's recorded keys stand for the library's file and what it composes
+            out.keys, out.mounts, out.complete = saved
+            out.mounts.append((name.rsplit("/", 1)[-1], at))
+        else:
+            sub = _compose_file(target, None, out, library_configs, depth + 1, at)
+        _put(tree, placed, sub)
     if not placed_self:
         _merge(tree, own)
     return tree
+
+
+def _library_file(path: Path) -> bool:
+    """True for the library's own config file: under ``verl/trainer/config``, directly or
+    through a symlink (RAGEN's ``config/ppo_trainer.yaml`` links into its verl submodule)."""
+    where = path.resolve() if path.is_symlink() else path
+    return path.is_symlink() or where.parent.parts[-3:] == ("verl", "trainer", "config")
+
+
+def _symlink(name: str, dirs: list[Path]) -> Path | None:
+    """``name.yaml`` in ``dirs`` when it is a symlink (its target may be absent)."""
+    for d in dirs:
+        for suffix in (".yaml", ".yml"):
+            candidate = d / f"{name}{suffix}"
+            if candidate.is_symlink():
+                return candidate
+    return None
+
+
+def _folders(dirs: list[Path]) -> tuple[str, ...]:
+    """The names of the folders in ``dirs`` (config groups Hydra can find there)."""
+    names = {c.name for d in dirs if d.is_dir() for c in d.iterdir() if c.is_dir()}
+    return tuple(sorted(names))
+
+
+def _key_paths(tree: dict[str, Any], prefix: str) -> set[str]:
+    """Every key path of ``tree`` (mappings and leaves) under ``prefix``."""
+    out: set[str] = set()
+    for key, value in tree.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        out.add(path)
+        if isinstance(value, dict):
+            out |= _key_paths(value, path)
+    return out
 
 
 def _entry(item: Any) -> tuple[str | None, str | None, str | None, bool]:

@@ -24,6 +24,7 @@ from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command
 from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 
+from .config_groups import missing_groups
 from .delivery import PatchSpec
 from .entries import NOT_REFERENCE_KL, facts
 from .history import RELEASES
@@ -174,6 +175,7 @@ def read(
     config_check: bool | None = None,
     version_snapshot: bool = False,
     version_file: str = "",
+    config_links: dict[str, tuple[str, ...]] | None = None,
     **_: Any,
 ) -> NativeReading:
     """What a verl config does with the KL: KLConfig, off-policy flag, findings, native fix.
@@ -192,7 +194,10 @@ def read(
     than ``version`` (a vendored copy or a dev label: when the launch uses keys of the next
     release only, that release is read, with a finding); ``version_file`` is a vendored copy's
     version file (its code is checked for the KL-loss sign bug). ``assumed`` says why an
-    unrecorded entry is read as ``main_ppo`` (a finding).
+    unrecorded entry is read as ``main_ppo`` (a finding). ``config_links``: the trainer configs
+    a project's config folder links to (name -> the group folders on that folder's search
+    path), refused when this release's file composes groups the folder lacks
+    (:mod:`.config_groups`).
     """
     trainer_facts = facts(entry) if entry else None
     defaults = dict(trainer_facts.defaults) if trainer_facts else {}
@@ -204,6 +209,7 @@ def read(
             list(source), sem, checked, config_keys, version_snapshot or _snapshot(version)
         )
         findings += key_findings
+    findings += _link_findings(sem, config_links or {})
     promoted = any(f.code == "verl.version_newer_code" for f in findings)
     findings += _version_findings(sem, entry, version_file, promoted)
     if version_file:
@@ -383,6 +389,30 @@ def _check_keys(
         )
     drop = {i for i, _, _ in refused}
     return [o for i, o in enumerate(overrides) if i not in drop], sem, findings
+
+
+def _link_findings(sem: VerlSemantics, links: dict[str, tuple[str, ...]]) -> list[Finding]:
+    """A refusal for each linked trainer config whose groups (in ``sem``'s release) the
+    project's folder lacks: Hydra fails before the trainer starts."""
+    out: list[Finding] = []
+    for name, present in sorted(links.items()):
+        missing = missing_groups(sem.release, set(present))
+        if not missing:
+            continue
+        out.append(
+            Finding(
+                "verl.config_group_missing",
+                "error",
+                f"verl {sem.version} refuses this launch: the project's config folder links "
+                f"{name}.yaml into verl, whose {name}.yaml in {sem.release} composes the config "
+                f"groups {', '.join(missing)} through its defaults list, and Hydra looks them up "
+                "on the project's search path, which has no such folders "
+                f"(MissingConfigException: In '{name}': Could not find '{missing[0]}/...'). "
+                "Add verl's config folder to the search path (hydra.searchpath: "
+                "[pkg://verl.trainer.config]) or keep the verl the link was written for.",
+            )
+        )
+    return out
 
 
 def _version_findings(
