@@ -228,7 +228,7 @@ def _make_input(
     if "hydra" in context:
         hydra = context.pop("hydra")
         entry = str(context.get("entry", ""))
-        base, hydra_findings, hydra_notes = _compose_hydra(hydra, entry, cmd, ctx)
+        base, hydra_findings, hydra_notes = _compose_hydra(hydra, entry, cmd, ctx, context)
         if base:
             context["base"] = base
         extra += hydra_findings
@@ -271,10 +271,12 @@ def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
 
 
 def _compose_hydra(
-    hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx
+    hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx, context: dict[str, Any]
 ) -> tuple[dict[str, Any], list[AuditFinding], list[str]]:
     """The flat settings of the config file a Hydra launch names (``--config-path``/
-    ``--config-name``), or of the entry point's own config when a checkout holds it."""
+    ``--config-name``), or of the entry point's own config when a checkout holds it; a
+    library config its ``defaults`` reach through a symlink goes to ``context``
+    (``linked_configs``, for the reader: :attr:`Composed.linked`)."""
     explicit = "config_name" in hydra or "config_path" in hydra
     name = hydra.get("config_name") or hydra.get("default_config")
     if not name:
@@ -321,6 +323,12 @@ def _compose_hydra(
             [],
         )
     composed = compose(path, library_configs=_LIBRARY_CONFIGS)
+    if composed.linked:
+        # a search folder added on the command line may hold the groups Hydra looks for
+        widened = hydra.get("config_dir") or any("hydra.searchpath" in w for w in cmd.words)
+        context["linked_configs"] = tuple(
+            {**link, "closed": bool(link["closed"]) and not widened} for link in composed.linked
+        )
     notes = [f"composed the Hydra config {path} ({len(composed.files)} file(s))", *composed.notes]
     return composed.flat, [], notes
 
@@ -585,9 +593,11 @@ def inputs_from_mapping(
         raise InputError(f"{origin}: {d.config_files}")
     notes: tuple[str, ...] = ()
     payload: dict[str, Any] = data
+    linked: tuple[dict[str, Any], ...] = ()
     if path is not None and isinstance(data.get("defaults"), list):
         composed = compose(path, data, _LIBRARY_CONFIGS)
         payload = _nested(composed.flat)
+        linked = tuple(composed.linked)
         notes = (
             f"composed {len(composed.files)} Hydra config file(s)"
             + (f" on the library's {', '.join(composed.library)}" if composed.library else ""),
@@ -596,6 +606,8 @@ def inputs_from_mapping(
     elif "hydra" in data or "defaults" in data:
         payload = {k: v for k, v in data.items() if k not in ("hydra", "defaults")}
     context: dict[str, Any] = {"version": version} if version else {}
+    if linked:
+        context["linked_configs"] = linked
     return [
         AuditInput(
             library=lib,

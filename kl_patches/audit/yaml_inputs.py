@@ -31,6 +31,8 @@ MAX_FILES = 64
 _CLUSTER_KEYS = ("setup", "run", "commands", "entrypoint", "script")
 _ENV_KEYS = ("envs", "env", "environment", "env_vars")
 _INTERPOLATION = re.compile(r"\$\{([^{}]+)\}")
+_UNRESOLVED = object()
+"""An interpolation's target that is not (yet) a value; ``None`` is a value (a null key)."""
 
 
 def cluster_commands(data: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
@@ -78,6 +80,14 @@ class Composed:
     """``defaults`` entries left to the library's own (recorded) config."""
     notes: list[str] = field(default_factory=list)
     """What could not be followed (a missing file, an interpolation)."""
+    linked: list[dict[str, Any]] = field(default_factory=list)
+    """``defaults`` entries naming a library config (``library_configs``) that the folder
+    holds as a symlink (RAGEN's ``config/ppo_trainer.yaml`` into its verl submodule): the file
+    Hydra reads is then the installed library's own, whichever release that is. Each:
+    ``{"name", "link", "target", "groups", "closed"}``: the entry, the symlink, its target,
+    the config groups (folders) of the primary config's search folders, and whether that
+    search path is only those folders (no ``hydra.searchpath`` in the composed files), i.e.
+    whether a group missing from ``groups`` is missing for Hydra too."""
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -155,7 +165,24 @@ def compose(
     out = Composed(flat={})
     tree = _compose_file(path, data, out, library_configs, depth=0)
     out.flat = _resolve(_flatten(tree), out)
+    if out.linked:
+        primary = data if data is not None else {}
+        dirs = _search_dirs(primary, path.parent)
+        groups = sorted({c.name for d in dirs for c in d.iterdir() if c.is_dir()})
+        closed = not any(_has_searchpath(f) for f in out.files)
+        for link in out.linked:
+            link.update(groups=groups, closed=closed)
     return out
+
+
+def _has_searchpath(path: str) -> bool:
+    """Whether a composed file sets ``hydra.searchpath`` (a search folder besides its own)."""
+    try:
+        data = load_mapping_text(read_text(Path(path)), path, path.endswith(".json"))
+    except (InputError, OSError):
+        return True  # unreadable: not known to be closed
+    hydra = data.get("hydra")
+    return isinstance(hydra, dict) and "searchpath" in hydra
 
 
 def _compose_file(
@@ -194,6 +221,11 @@ def _compose_file(
             elif not optional:
                 out.notes.append(f"{path}: defaults entry {short!r} not found beside it")
             continue
+        stem = target.name.rsplit(".", 1)[0]
+        if target.is_symlink() and stem in library_configs and not group:
+            out.linked.append(
+                {"name": name, "link": str(target), "target": str(target.resolve())}
+            )
         sub = _compose_file(target, None, out, library_configs, depth + 1)
         _put(tree, package if package is not None else (group or "").replace("/", "."), sub)
     if not placed_self:
@@ -225,7 +257,7 @@ def _resolve(flat: dict[str, Any], out: Composed) -> dict[str, Any]:
             if not isinstance(value, str) or "${" not in value:
                 continue
             new = _substitute(value, resolved)
-            if new is not None and new != value:
+            if new is not value and new != value:
                 resolved[key] = new
                 changed = True
         if not changed:
@@ -245,25 +277,25 @@ def _substitute(value: str, flat: dict[str, Any]) -> Any:
         if expr.startswith("oc.env:"):
             _, _, rest = expr.partition(":")
             _, _, default = rest.partition(",")
-            return default.strip().strip("'\"") if default else None
+            return default.strip().strip("'\"") if default else _UNRESOLVED
         if expr.startswith("oc.select:"):
             _, _, rest = expr.partition(":")
             ref, _, default = rest.partition(",")
             ref = ref.strip()
             if ref in flat and not (isinstance(flat[ref], str) and "${" in flat[ref]):
                 return flat[ref]
-            return default.strip() if default else None
+            return default.strip() if default else _UNRESOLVED
         if expr in flat and not (isinstance(flat[expr], str) and "${" in flat[expr]):
             return flat[expr]
-        return None
+        return _UNRESOLVED
 
     if whole:
         found = lookup(whole.group(1))
-        return found if found is not None else value
+        return found if found is not _UNRESOLVED else value
 
     def sub(m: re.Match[str]) -> str:
         found = lookup(m.group(1))
-        return m.group(0) if found is None else str(found)
+        return m.group(0) if found is _UNRESOLVED or found is None else str(found)
 
     return _INTERPOLATION.sub(sub, value)
 

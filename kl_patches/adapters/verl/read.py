@@ -27,6 +27,7 @@ from kl_patches.theory import verdict
 from .delivery import PatchSpec
 from .entries import NOT_REFERENCE_KL, facts
 from .history import RELEASES
+from . import linked
 from .keysets import CONFIGS
 from .semantics import VerlSemantics, semantics, vendored_sign_bug
 from .translate import (
@@ -124,6 +125,26 @@ def off_policy_reasons(
     return out
 
 
+def undecided_updates(settings: dict[str, Any]) -> list[Finding]:
+    """An info finding when no reason makes the run off-policy but the batch size is not a
+    number (``data.train_batch_size: null``, a project's code sets it at run time): how many
+    updates each batch gets is then not in the config, and no release default is assumed."""
+    batch = settings["data.train_batch_size"]
+    if _number(batch) is not None:
+        return []
+    return [
+        Finding(
+            "verl.updates_undecided",
+            "info",
+            f"data.train_batch_size is {'null' if batch is None else repr(batch)}, not a number: "
+            "whether ppo_mini_batch_size="
+            f"{settings[ACTOR + 'ppo_mini_batch_size']} splits each batch into several updates "
+            "(off-policy) is decided by the code that sets it at run time; the audit does not "
+            "call the run off-policy on that account.",
+        )
+    ]
+
+
 def _merged_flat(source: Any, base: dict[str, Any] | None, defaults: dict[str, Any]) -> Any:
     """The reader's source with an entry's config defaults and a composed config file under
     the launch's own overrides (later wins)."""
@@ -174,6 +195,7 @@ def read(
     config_check: bool | None = None,
     version_snapshot: bool = False,
     version_file: str = "",
+    linked_configs: tuple[Mapping[str, Any], ...] = (),
     **_: Any,
 ) -> NativeReading:
     """What a verl config does with the KL: KLConfig, off-policy flag, findings, native fix.
@@ -192,7 +214,8 @@ def read(
     than ``version`` (a vendored copy or a dev label: when the launch uses keys of the next
     release only, that release is read, with a finding); ``version_file`` is a vendored copy's
     version file (its code is checked for the KL-loss sign bug). ``assumed`` says why an
-    unrecorded entry is read as ``main_ppo`` (a finding).
+    unrecorded entry is read as ``main_ppo`` (a finding). ``linked_configs`` are trainer
+    configs a project folder holds as symlinks (:mod:`.linked`: refused from 0.5.0 on).
     """
     trainer_facts = facts(entry) if entry else None
     defaults = dict(trainer_facts.defaults) if trainer_facts else {}
@@ -206,6 +229,7 @@ def read(
         findings += key_findings
     promoted = any(f.code == "verl.version_newer_code" for f in findings)
     findings += _version_findings(sem, entry, version_file, promoted)
+    findings += linked.findings(linked_configs, sem.release, sem.version)
     if version_file:
         sem, code_findings = _vendored_rules(sem, version_file)
         findings += code_findings
@@ -227,6 +251,8 @@ def read(
             findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
     off_policy = bool(reasons)
+    if not off_policy:
+        findings += undecided_updates(s)
     findings += _findings(effective, config, off_policy, sem, entry in V1_ENTRIES)
     findings += _entry_findings(entry, trainer_facts, effective, assumed)
     findings += _other_kl_findings(s, extra)
