@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -803,7 +804,7 @@ def siblings(
     want: set[str] = set(item.get("siblings", []))
     extra: list[dict[str, str]] = []
     for f in hydra_chain(root, launches):
-        want.add(f.path)
+        want.add(f.path)  # the Hydra app itself, then its config chain
         if f.link_target is not None:
             want.add(f.link_target)
     for w in sorted(want):
@@ -860,8 +861,10 @@ def siblings(
 
 
 def hydra_chain(root: Path, launches: list[shell_trace.Launch]) -> list[hydra_siblings.ConfigFile]:
-    """The config files the Hydra launches among ``launches`` compose (``hydra_siblings``):
-    the entry module's ``@hydra.main`` folder (or ``--config-path``) and ``--config-name``."""
+    """The files the Hydra launches among ``launches`` read: the entry script (its
+    ``@hydra.main`` names the config folder, as it does for the user's checkout) and the
+    config files they compose (``hydra_siblings``) from that folder (or ``--config-path``)
+    and ``--config-name``."""
     out: list[hydra_siblings.ConfigFile] = []
     for x in launches:
         base = root / x.cwd if x.cwd and not Path(x.cwd).is_absolute() else root
@@ -879,7 +882,9 @@ def hydra_chain(root: Path, launches: list[shell_trace.Launch]) -> list[hydra_si
         if cpath is None or not cname:
             continue
         cdir = Path(cpath) if Path(cpath).is_absolute() else module.parent / cpath
-        out += [f for f in hydra_siblings.chain(root, cdir, cname) if f not in out]
+        app = hydra_siblings.ConfigFile(str(Path(os.path.abspath(module)).relative_to(root)))
+        files = [app, *hydra_siblings.chain(root, cdir, cname)]
+        out += [f for f in files if f not in out]
     return out
 
 
