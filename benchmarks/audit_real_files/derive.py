@@ -41,10 +41,10 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import hydra_siblings  # noqa: E402
 import openrlhf_args  # noqa: E402
 import semantics  # noqa: E402
 import shell_trace  # noqa: E402
-import hydra_siblings  # noqa: E402
 import verl_compose  # noqa: E402
 from mirror import blob_of, export_tree, git, git_dir  # noqa: E402
 

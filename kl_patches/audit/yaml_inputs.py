@@ -223,9 +223,7 @@ def _compose_file(
             continue
         stem = target.name.rsplit(".", 1)[0]
         if target.is_symlink() and stem in library_configs and not group:
-            out.linked.append(
-                {"name": name, "link": str(target), "target": str(target.resolve())}
-            )
+            out.linked.append({"name": name, "link": str(target), "target": str(target.resolve())})
         sub = _compose_file(target, None, out, library_configs, depth + 1)
         _put(tree, package if package is not None else (group or "").replace("/", "."), sub)
     if not placed_self:

@@ -24,10 +24,10 @@ from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command
 from kl_patches.config import KLConfig
 from kl_patches.theory import verdict
 
+from . import linked
 from .delivery import PatchSpec
 from .entries import NOT_REFERENCE_KL, facts
 from .history import RELEASES
-from . import linked
 from .keysets import CONFIGS
 from .semantics import VerlSemantics, semantics, vendored_sign_bug
 from .translate import (
