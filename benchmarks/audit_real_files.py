@@ -308,6 +308,11 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
     target = dest / mount
     path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
     for sib in item.get("siblings", []):
+        if sib.get("overlay"):  # a submodule's file a symlinked config points to
+            ov = next(o for o in item.get("overlays", []) if o["mount"] == sib["overlay"])
+            materialise(git_dir(mirrors, ov["repo"]), ov["ref"], sib["path"], sib["blob"],
+                        target / ov["mount"])  # fmt: skip
+            continue
         materialise(gdir, item["commit"], sib["path"], sib["blob"], target)
     for extra in vendored_code(item):
         try:

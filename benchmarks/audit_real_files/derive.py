@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -40,6 +41,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import hydra_siblings  # noqa: E402
 import openrlhf_args  # noqa: E402
 import semantics  # noqa: E402
 import shell_trace  # noqa: E402
@@ -775,7 +777,7 @@ def derive_item(mirrors: Path, item: dict[str, Any], logdir: Path | None) -> dic
         log.append(json.dumps([{"entry": x.entry, "prog": x.prog, "cwd": x.cwd, "argv": x.argv}
                                for x in launches]))  # fmt: skip
         out["launches"] = [{"entry": x.entry, "via": x.prog, "cwd": x.cwd} for x in launches]
-        out["siblings"] = siblings(gdir, commit, item, launches, work)
+        out["siblings"] = siblings(gdir, commit, item, launches, work, mirrors)
         if item.get("_traces"):
             out["trace"] = item["_traces"]
     finally:
@@ -787,12 +789,36 @@ def derive_item(mirrors: Path, item: dict[str, Any], logdir: Path | None) -> dic
 
 
 def siblings(
-    gdir: Path, commit: str, item: dict[str, Any], launches: list[shell_trace.Launch], root: Path
+    gdir: Path,
+    commit: str,
+    item: dict[str, Any],
+    launches: list[shell_trace.Launch],
+    root: Path,
+    mirrors: Path | None = None,
 ) -> list[dict[str, str]]:
     """Files besides the launch file that its reading needs: config files it names, sourced
-    scripts; each with its blob (the scorer materialises them next to the file)."""
+    scripts, the Hydra config a launch composes with its ``defaults`` chain; each with its
+    blob (the scorer materialises them next to the file). A file of an overlay (a submodule a
+    symlinked config points into) carries ``overlay``: the overlay's mount."""
     mount = item.get("mount", "")
     want: set[str] = set(item.get("siblings", []))
+    extra: list[dict[str, str]] = []
+    for f in hydra_chain(root, launches):
+        want.add(f.path)  # the Hydra app itself, then its config chain
+        if f.link_target is not None:
+            want.add(f.link_target)
+    for w in sorted(want):
+        ov = next((o for o in item.get("overlays", []) if w.startswith(o["mount"] + "/")), None)
+        if ov is None or mirrors is None:
+            continue
+        want.discard(w)
+        og = git_dir(mirrors, ov["repo"])
+        inner = str(Path(w).relative_to(ov["mount"]))
+        try:
+            extra.append({"path": inner, "blob": blob_of(og, rev(og, ov["ref"]), inner),
+                          "overlay": ov["mount"]})  # fmt: skip
+        except Exception:
+            continue
     text = (
         (root / mount / item["path"]).read_text(errors="replace")
         if item["kind"] != "python"
@@ -831,6 +857,34 @@ def siblings(
             out.append({"path": repo_path, "blob": blob_of(gdir, commit, repo_path)})
         except Exception:
             continue
+    return out + extra
+
+
+def hydra_chain(root: Path, launches: list[shell_trace.Launch]) -> list[hydra_siblings.ConfigFile]:
+    """The files the Hydra launches among ``launches`` read: the entry script (its
+    ``@hydra.main`` names the config folder, as it does for the user's checkout) and the
+    config files they compose (``hydra_siblings``) from that folder (or ``--config-path``)
+    and ``--config-name``."""
+    out: list[hydra_siblings.ConfigFile] = []
+    for x in launches:
+        base = root / x.cwd if x.cwd and not Path(x.cwd).is_absolute() else root
+        module = next((b / x.entry for b in (base, root)
+                       if x.entry.endswith(".py") and (b / x.entry).is_file()), None)  # fmt: skip
+        if module is None:
+            continue
+        try:
+            cpath, cname = verl_compose.hydra_main_args(module)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        _, options = verl_compose.split_options(x.argv)
+        cpath = options.get("config-path", cpath)
+        cname = options.get("config-name", cname)
+        if cpath is None or not cname:
+            continue
+        cdir = Path(cpath) if Path(cpath).is_absolute() else module.parent / cpath
+        app = hydra_siblings.ConfigFile(str(Path(os.path.abspath(module)).relative_to(root)))
+        files = [app, *hydra_siblings.chain(root, cdir, cname)]
+        out += [f for f in files if f not in out]
     return out
 
 

@@ -36,13 +36,18 @@ def git(gdir: Path, *args: str) -> bytes:
     return proc.stdout
 
 
-def blob_of(gdir: Path, commit: str, path: str) -> str:
-    """The blob id of ``path`` at ``commit`` (``git ls-tree``)."""
+def entry_of(gdir: Path, commit: str, path: str) -> tuple[str, str]:
+    """(mode, blob id) of ``path`` at ``commit`` (``git ls-tree``; mode 120000: a symlink)."""
     out = git(gdir, "ls-tree", commit, "--", path).decode().strip()
     if not out:
         raise MirrorError(f"{path} does not exist at {commit}")
     meta = out.split("\t", 1)[0].split()
-    return meta[2]
+    return meta[0], meta[2]
+
+
+def blob_of(gdir: Path, commit: str, path: str) -> str:
+    """The blob id of ``path`` at ``commit`` (``git ls-tree``)."""
+    return entry_of(gdir, commit, path)[1]
 
 
 def read_blob(gdir: Path, blob: str) -> bytes:
@@ -53,13 +58,24 @@ def read_blob(gdir: Path, blob: str) -> bytes:
 def materialise(gdir: Path, commit: str, path: str, blob: str | None, dest_root: Path) -> Path:
     """Write ``path`` as of ``commit`` under ``dest_root`` (same relative path); check the blob.
 
-    ``blob`` None skips the check (siblings are listed by path only). Returns the written path.
+    ``blob`` None skips the check (siblings are listed by path only). A symlink is written as
+    a symlink to its relative target (as a checkout has it; an absolute one is refused), so a
+    config that links into a submodule resolves once the submodule's file is written too.
+    Returns the written path.
     """
-    actual = blob_of(gdir, commit, path)
+    mode, actual = entry_of(gdir, commit, path)
     if blob is not None and actual != blob:
         raise MirrorError(f"{path}@{commit[:10]}: blob {actual} != listed {blob}")
     out = dest_root / path
     out.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "120000":
+        target = read_blob(gdir, actual).decode()
+        if target.startswith("/"):
+            raise MirrorError(f"{path}@{commit[:10]}: symlink to an absolute path {target}")
+        if out.is_symlink() or out.exists():
+            out.unlink()
+        out.symlink_to(target)
+        return out
     out.write_bytes(read_blob(gdir, actual))
     if path.endswith((".sh", ".bash", ".slurm", ".sbatch")):
         out.chmod(0o755)

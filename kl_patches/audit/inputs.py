@@ -339,6 +339,10 @@ def _compose_hydra(
         )
     composed = compose(path, library_configs=_LIBRARY_CONFIGS)
     notes = [f"composed the Hydra config {path} ({len(composed.files)} file(s))", *composed.notes]
+    if hydra.get("config_dir") or any(
+        w.startswith(("hydra.searchpath", "+hydra.searchpath")) for w in cmd.words
+    ):
+        composed.linked.clear()  # a folder added on the command line may hold the groups
     return composed.flat, [], notes, _checked_keys(composed)
 
 

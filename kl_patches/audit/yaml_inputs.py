@@ -34,6 +34,8 @@ MAX_FILES = 64
 _CLUSTER_KEYS = ("setup", "run", "commands", "entrypoint", "script")
 _ENV_KEYS = ("envs", "env", "environment", "env_vars")
 _INTERPOLATION = re.compile(r"\$\{([^{}]+)\}")
+_UNRESOLVED = object()
+"""An interpolation's target that is not (yet) a value; ``None`` is a value (a null key)."""
 
 
 def cluster_commands(data: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
@@ -93,6 +95,9 @@ class Composed:
     ``config/ppo_trainer.yaml``), each with the group folders on that folder's search path:
     Hydra resolves the linked file's ``defaults`` groups there, so the release decides whether
     they are found."""
+    widened: bool = False
+    """True when a composed file sets ``hydra.searchpath`` (config folders besides its own:
+    a group missing from the project's folder may be found there)."""
     complete: bool = True
     """False when a non-optional ``defaults`` entry was found nowhere: :attr:`keys` and
     :attr:`mounts` then miss part of the config."""
@@ -173,7 +178,21 @@ def compose(
     out = Composed(flat={})
     tree = _compose_file(path, data, out, library_configs, depth=0, prefix="")
     out.flat = _resolve(_flatten(tree), out)
+    if out.linked and out.widened:
+        # ``hydra.searchpath`` adds folders (``pkg://verl.trainer.config``, ...) where the
+        # linked file's groups may be found: a missing group is then not certain
+        out.notes.append(
+            "hydra.searchpath adds config folders: the linked trainer config's groups may be "
+            "found there, so none is reported missing"
+        )
+        out.linked.clear()
     return out
+
+
+def _widened(tree: dict[str, Any]) -> bool:
+    """Whether the composed config sets ``hydra.searchpath`` (folders besides its own)."""
+    hydra = tree.get("hydra")
+    return isinstance(hydra, dict) and bool(hydra.get("searchpath"))
 
 
 def _compose_file(
@@ -194,6 +213,8 @@ def _compose_file(
     here = path.parent
     dirs = _search_dirs(data, here)
     own = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
+    if _widened(data):
+        out.widened = True
     parts = prefix.split(".") if prefix else []
     out.keys.update(".".join(parts[: i + 1]) for i in range(len(parts)))
     out.keys.update(_key_paths(own, prefix))
@@ -297,7 +318,7 @@ def _resolve(flat: dict[str, Any], out: Composed) -> dict[str, Any]:
             if not isinstance(value, str) or "${" not in value:
                 continue
             new = _substitute(value, resolved)
-            if new is not None and new != value:
+            if new is not value and new != value:
                 resolved[key] = new
                 changed = True
         if not changed:
@@ -317,25 +338,25 @@ def _substitute(value: str, flat: dict[str, Any]) -> Any:
         if expr.startswith("oc.env:"):
             _, _, rest = expr.partition(":")
             _, _, default = rest.partition(",")
-            return default.strip().strip("'\"") if default else None
+            return default.strip().strip("'\"") if default else _UNRESOLVED
         if expr.startswith("oc.select:"):
             _, _, rest = expr.partition(":")
             ref, _, default = rest.partition(",")
             ref = ref.strip()
             if ref in flat and not (isinstance(flat[ref], str) and "${" in flat[ref]):
                 return flat[ref]
-            return default.strip() if default else None
+            return default.strip() if default else _UNRESOLVED
         if expr in flat and not (isinstance(flat[expr], str) and "${" in flat[expr]):
             return flat[expr]
-        return None
+        return _UNRESOLVED
 
     if whole:
         found = lookup(whole.group(1))
-        return found if found is not None else value
+        return found if found is not _UNRESOLVED else value
 
     def sub(m: re.Match[str]) -> str:
         found = lookup(m.group(1))
-        return m.group(0) if found is None else str(found)
+        return m.group(0) if found is _UNRESOLVED or found is None else str(found)
 
     return _INTERPOLATION.sub(sub, value)
 

@@ -125,6 +125,26 @@ def off_policy_reasons(
     return out
 
 
+def undecided_updates(settings: dict[str, Any]) -> list[Finding]:
+    """An info finding when no reason makes the run off-policy but the batch size is not a
+    number (``data.train_batch_size: null``, a project's code sets it at run time): how many
+    updates each batch gets is then not in the config, and no release default is assumed."""
+    batch = settings["data.train_batch_size"]
+    if _number(batch) is not None:
+        return []
+    return [
+        Finding(
+            "verl.updates_undecided",
+            "info",
+            f"data.train_batch_size is {'null' if batch is None else repr(batch)}, not a number: "
+            "whether ppo_mini_batch_size="
+            f"{settings[ACTOR + 'ppo_mini_batch_size']} splits each batch into several updates "
+            "(off-policy) is decided by the code that sets it at run time; the audit does not "
+            "call the run off-policy on that account.",
+        )
+    ]
+
+
 def _merged_flat(source: Any, base: dict[str, Any] | None, defaults: dict[str, Any]) -> Any:
     """The reader's source with an entry's config defaults and a composed config file under
     the launch's own overrides (later wins)."""
@@ -233,6 +253,8 @@ def read(
             findings.append(Finding("verl.unknown_estimator", "error", str(exc), fix=_fix_text(s)))
     reasons = off_policy_reasons(s, extra, trainer_facts.off_policy if trainer_facts else "")
     off_policy = bool(reasons)
+    if not off_policy:
+        findings += undecided_updates(s)
     findings += _findings(effective, config, off_policy, sem, entry in V1_ENTRIES)
     findings += _entry_findings(entry, trainer_facts, effective, assumed)
     findings += _other_kl_findings(s, extra)
