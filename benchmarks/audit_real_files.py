@@ -100,6 +100,7 @@ def audit_reading(trainer: dict[str, Any]) -> dict[str, Any]:
         "trainer": trainer.get("trainer"),
         "origin": trainer.get("origin"),
         "status": trainer.get("status"),
+        "refused": bool(trainer.get("refused")),
         "reward": reward,
         "loss": loss,
         "off_policy": bool(trainer.get("off_policy")),
@@ -192,6 +193,8 @@ def launch_diff(exp: dict[str, Any], got: dict[str, Any]) -> list[str]:
                 f"{got['library']} reward {_side_text(got['reward'])} loss "
                 f"{_side_text(got['loss'])}"]  # fmt: skip
     out = []
+    if got.get("refused") and not exp.get("kl_only"):  # the library runs what the audit refuses
+        out.append("the library accepts it; the audit read it as refused")
     if got["library"] != exp["library"]:
         out.append(f"library {exp['library']} expected, audit {got['library']}")
     out += [d for d in (side_diff("reward", exp["reward"], got["reward"]),
@@ -276,6 +279,8 @@ def cause(item: dict[str, Any], res: dict[str, Any], which: str) -> str:
         return "audit refused: " + (err.splitlines() or [""])[-1][:80]
     if "library rejects it" in reasons:
         return "library refuses the launch under this version; the audit does not check keys"
+    if "the audit read it as refused" in reasons:
+        return "the audit refuses a launch the library accepts (keys or flags it does not know)"
     if "[@]" in notes and "expansion" in notes:
         return "bash array expansion ${ARR[@]} not followed (read silently as defaults)"
     if "launch(es) expected, audit found" in reasons:
@@ -371,9 +376,15 @@ def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]
     return out
 
 
-VENDORED_CODE = ("version/version", "trainer/ppo/ray_trainer.py", "workers/actor/dp_actor.py")
+VENDORED_CODE = (
+    "version/version",
+    "trainer/ppo/ray_trainer.py",
+    "workers/actor/dp_actor.py",
+    "trainer/ppo/core_algos.py",
+)
 """Files of a vendored verl copy that the audit reads (its version file, the trainer whose
-apply_kl_penalty call gates the reward KL, the actor with the KL loss): a user's checkout has
+apply_kl_penalty call gates the reward KL, the actor with the KL loss, the ``kl_penalty`` whose
+names are the estimators; core_algos.py added on 2026-12-07, issue 38): a user's checkout has
 them, so the scorer writes them beside the launch (issue 33)."""
 
 
@@ -386,6 +397,41 @@ def vendored_code(item: dict[str, Any]) -> list[str]:
         return []
     package = where.removesuffix("version/version")
     return [package + rel for rel in VENDORED_CODE]
+
+
+def vendored_config(mirrors: Path, item: dict[str, Any], dest: Path) -> int:
+    """Write a vendored verl copy's own Hydra config folder (``<copy>/trainer/config/``)
+    under ``dest``; the number of files written.
+
+    ``python -m verl.trainer.main_ppo`` run in the project imports the copy, and its
+    ``@hydra.main(config_path="config")`` composes the copy's ``ppo_trainer.yaml``, whose keys
+    (the project's own: Search-R1's ``max_turns``, DeepScaleR's ``n_val``) are the keys the
+    launch may override. A user's checkout has that folder; written for the pinned reading
+    only (the copy is what runs), not the newest one (read as if verl 0.9.1 ran it, whose
+    config the audit takes from its recording). Correction of 2026-12-07 (issue 38): the
+    scorer wrote the copy's code but not its config, so every project key read as refused.
+    """
+    where = str((item.get("pin") or {}).get("where", ""))
+    own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
+    if item["library"] != "verl" or own or not where.endswith("verl/version/version"):
+        return 0
+    folder = where.removesuffix("version/version") + "trainer/config/"
+    gdir = git_dir(mirrors, item["repo"])
+    target = dest / item.get("mount", "")
+    written = 0
+    for line in git(gdir, "ls-tree", "-r", item["commit"], "--", folder).decode().splitlines():
+        meta, name = line.split("\t", 1)
+        mode, kind, sha = meta.split()
+        out = target / name
+        if kind != "blob" or not name.endswith((".yaml", ".yml")) or out.exists():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            out.symlink_to(read_blob(gdir, sha).decode())
+        else:
+            out.write_bytes(read_blob(gdir, sha))
+        written += 1
+    return written
 
 
 def submodule_mount(item: dict[str, Any]) -> str:
@@ -473,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
             if "pinned" in item["expect"]:
                 pin_run = plain
                 if with_version:
+                    if vendored_config(args.mirrors, item, root):
+                        res["vendored_config"] = True
                     lib_ver = f"{item['library']}={pinned_version(item)}"
                     pin_run = run_audit(audit_cmd, path, cwd, variables,
                                         ["--library-version", lib_ver], args.timeout)  # fmt: skip
@@ -543,7 +591,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
 def _kl_only(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Refused launches replaced by their "KL keys only" reading, where derive.py has one
     (the reading with the overrides/flags this version does not know left out)."""
-    return [x.get("kl_keys_only", x) if x.get("rejected") else x for x in launches]
+    return [{**x.get("kl_keys_only", x), "kl_only": True} if x.get("rejected")
+            else {**x, "kl_only": True} for x in launches]  # fmt: skip
 
 
 def _rejects(launches: list[dict[str, Any]]) -> bool:

@@ -111,6 +111,8 @@ def one(
         cwd = root / item.get("mount", "") / item.get("cwd", ".")
         cwd.mkdir(parents=True, exist_ok=True)
         before = path.read_text(errors="replace")
+        if "pinned" in item.get("expect", {}) and item.get("pin"):
+            scorer.vendored_config(mirrors, item, root)  # the copy's config runs
         extra = ["--library-version", f"{item['library']}={_version(item)}"]
         for k, v in (item.get("env") or {}).items():
             extra += ["--var", f"{k}={v}"]

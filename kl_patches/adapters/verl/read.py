@@ -524,6 +524,18 @@ def _vendored_rules(sem: VerlSemantics, version_file: str) -> tuple[VerlSemantic
             f"its actor {'has' if code.kl_loss else 'has no'} the KL loss "
             f"(use_kl_loss, {code.kl_loss_where})"
         )
+    if code.estimator_names is not None:
+        names = _copy_estimators(code.estimator_names)
+        if names != sem.estimator_names:
+            changes["estimator_names"] = names
+            gained = sorted(set(names) - set(sem.estimator_names))
+            lost = sorted(set(sem.estimator_names) - set(names))
+            said.append(
+                f"its kl_penalty ({code.estimator_where}) accepts "
+                + ", ".join(sorted(names))
+                + (f" (beyond {sem.release}: {', '.join(gained)})" if gained else "")
+                + (f" (not {', '.join(lost)})" if lost else "")
+            )
     if not changes:
         return sem, []
     finding = Finding(
@@ -534,6 +546,16 @@ def _vendored_rules(sem: VerlSemantics, version_file: str) -> tuple[VerlSemantic
         "tags (or changed by the project); the launch is read with the copy's own rules.",
     )
     return dataclasses.replace(sem, **changes), [finding]
+
+
+def _copy_estimators(found: frozenset[str]) -> dict[str, str]:
+    """What each estimator name a copy's ``kl_penalty`` accepts computes: the meaning the
+    newest recorded release that has the name gives it (verl never reused a name for another
+    estimator); a name no release has is left out (the reader then says it raises)."""
+    meaning: dict[str, str] = {}
+    for release in RELEASES:
+        meaning.update(semantics(release).estimator_names)
+    return {name: meaning[name] for name in sorted(found) if name in meaning}
 
 
 def _version_or_zero(text: str) -> Version:

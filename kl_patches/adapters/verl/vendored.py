@@ -13,7 +13,10 @@ that differs between main and the tags, :func:`read_code` reads the copy's code 
   test -> ``use_kl_in_reward``; ``not ... use_kl_loss`` (or the ``else`` of ``if ...
   use_kl_loss``) -> ``not_use_kl_loss``; no ``if`` -> ``always``; no call (commented out,
   removed) -> ``never``;
-* the KL loss: ``use_kl_loss`` named in ``workers/actor/dp_actor.py``.
+* the KL loss: ``use_kl_loss`` named in ``workers/actor/dp_actor.py``;
+* the estimator names: the strings ``trainer/ppo/core_algos.py``'s ``kl_penalty`` (and
+  ``kl_penalty_forward``, 0.4 on) compare their name parameter with (``kl_penalty == "mse"``,
+  ``kl_penalty in ("kl", "k1")``); any other name raises ``NotImplementedError`` there.
 
 The sign of the KL loss (main from 2025-01-23 to 2025-02-01) is read by
 :func:`.semantics.vendored_sign_bug`. Deviation: a call inside a nested ``if`` is judged by
@@ -45,6 +48,11 @@ class VendoredCode:
     """Whether the actor names ``use_kl_loss``; None when the actor file is missing."""
     kl_loss_where: str
     """``path`` of the actor file read (empty when None)."""
+    estimator_names: frozenset[str] | None = None
+    """The estimator names the copy's ``kl_penalty`` accepts; None when ``core_algos.py`` is
+    missing or has no such function (the release's names are read)."""
+    estimator_where: str = ""
+    """``path:line`` of the ``kl_penalty`` read (empty when None)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What could not be read."""
 
@@ -119,6 +127,44 @@ def _reward_gate(root: Path) -> tuple[str | None, str, str]:
     return "never", str(path), ""
 
 
+_PENALTY_FUNCTIONS = ("kl_penalty", "kl_penalty_forward")
+
+
+def _estimator_names(root: Path) -> tuple[frozenset[str] | None, str]:
+    """The names ``kl_penalty`` of the copy's ``core_algos.py`` tests its name parameter
+    against (``==`` or ``in`` a tuple/list/set), and where; (None, "") when not read."""
+    path = root / "trainer" / "ppo" / "core_algos.py"
+    tree = _parse(path)
+    if tree is None:
+        return None, ""
+    functions = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name in _PENALTY_FUNCTIONS and n.args.args
+    ]
+    if not functions:
+        return None, ""
+    names: set[str] = set()
+    for fn in functions:
+        param = fn.args.args[-1].arg  # (logprob, ref_logprob, kl_penalty) in every release
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Compare) or not isinstance(node.left, ast.Name):
+                continue
+            if node.left.id != param:
+                continue
+            for op, right in zip(node.ops, node.comparators, strict=False):
+                if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
+                    values = [right.value]
+                elif isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+                    values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+                else:
+                    continue
+                names.update(v for v in values if isinstance(v, str))
+    if not names:
+        return None, ""
+    return frozenset(names), f"{path}:{functions[0].lineno}"
+
+
 def read_code(version_file: str) -> VendoredCode:
     """The KL rules of the copy whose version file is ``version_file``
     (``<copy>/verl/version/version``; the package is two folders up)."""
@@ -136,10 +182,13 @@ def read_code(version_file: str) -> VendoredCode:
             for n in ast.walk(tree)
         )
         notes = [note]
+    names, names_where = _estimator_names(root)
     return VendoredCode(
         gate,
         where,
         kl_loss,
         str(actor) if kl_loss is not None else "",
+        names,
+        names_where,
         tuple(n for n in notes if n),
     )
