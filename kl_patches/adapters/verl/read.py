@@ -224,6 +224,8 @@ def read(
     sem = semantics(version)
     findings: list[Finding] = []
     checked = _checked_config(entry, trainer_facts, config_name, config_check)
+    if isinstance(source, (list, tuple)) and checked == "ppo_trainer":
+        checked = _engine_config(list(source), sem)
     if isinstance(source, (list, tuple)) and checked is not None:
         source, sem, key_findings = _check_keys(
             list(source), sem, checked, config_keys, version_snapshot or _snapshot(version)
@@ -308,6 +310,31 @@ def _checked_config(
     if entry and trainer_facts is None:
         own = "ppo_trainer"
     return own if own in CONFIGS else None
+
+
+def _engine_config(overrides: list[str], sem: VerlSemantics) -> str | None:
+    """The recorded config a ``ppo_trainer`` launch's overrides are checked against, given
+    its ``model_engine=`` choice.
+
+    From 0.8.0 ``ppo_trainer.yaml``'s defaults list starts with the group ``model_engine: dp``
+    and composes ``actor@actor_rollout_ref.actor: ${model_engine}_actor`` (and the ref and
+    critic the same way; verl/trainer/config/ppo_trainer.yaml:10-30 at v0.9.0), so
+    ``model_engine=megatron`` on the command line composes the megatron actor, ref and critic:
+    the keys of ``ppo_megatron_trainer`` (which, from 0.8.0, is itself ``ppo_trainer`` with
+    ``override model_engine: megatron``). An engine kl-patches has not recorded (``veomni``,
+    ``torchtitan``) leaves the keys unchecked (None)."""
+    engine = None
+    for item in overrides:
+        if not isinstance(item, str) or "=" not in item:
+            continue
+        prefix, key = _override_key(item)
+        if key == "model_engine" and prefix != "~":
+            engine = item.split("=", 1)[1].strip().strip("'\"")
+    if engine is None or "model_engine" not in sem.accepted_keys("ppo_trainer"):
+        return "ppo_trainer"
+    if engine == "dp":
+        return "ppo_trainer"
+    return "ppo_megatron_trainer" if engine == "megatron" else None
 
 
 def _override_key(item: str) -> tuple[str, str]:
