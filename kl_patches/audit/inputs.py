@@ -679,6 +679,8 @@ def inputs_from_mapping(
     elif "hydra" in data or "defaults" in data:
         payload = {k: v for k, v in data.items() if k not in ("hydra", "defaults")}
     context: dict[str, Any] = {"version": version} if version else {}
+    if lib == "trl":
+        context["config_file"] = True  # a recipe YAML: what TrlParser's --config reads
     if composed is not None and composed.linked:
         context["config_links"] = dict(composed.linked)
     return [

@@ -326,13 +326,35 @@ def test_a_flag_the_version_rejects_is_an_error(tmp_path: Path) -> None:
 def test_a_trl_field_the_version_lacks_is_an_error(tmp_path: Path) -> None:
     # use_bias_correction_kl arrived in TRL 0.26.0 (grpo_config.py:763)
     root = _repo(tmp_path, {"grpo.yaml": "beta: 0.1\nuse_bias_correction_kl: true\n"})
-    entry = _one(root / "grpo.yaml", version="trl=0.18.0")
+    entry = _one(root / "grpo.yaml", version="trl=0.19.0")
     (found,) = [f for f in entry.findings if f.code == "trl.field_rejected"]
     assert found.severity == "error" and "use_bias_correction_kl (TRL 0.26.0 and later" in (
         found.message
     )
     assert entry.status == "error"
     assert not [f for f in _one(root / "grpo.yaml").findings if f.code == "trl.field_rejected"]
+
+
+def test_trl_before_0_19_ignores_an_unknown_config_file_key(tmp_path: Path) -> None:
+    # TrlParser before 0.19.0 drops the config keys no dataclass took (trl/scripts/utils.py
+    # at v0.18.0); a flag on the command line is still refused by HfArgumentParser
+    root = _repo(
+        tmp_path,
+        {
+            "grpo.yaml": "beta: 0.1\nuse_bias_correction_kl: true\n",
+            "run.sh": "trl grpo --config grpo.yaml --vllm_device auto\n",
+        },
+    )
+    entry = _one(root / "grpo.yaml", version="trl=0.18.0")
+    codes = {f.code: f for f in entry.findings}
+    assert "trl.field_rejected" not in codes and entry.status != "error"
+    assert codes["trl.config_key_ignored"].severity == "warning"
+    assert "use_bias_correction_kl" in codes["trl.config_key_ignored"].message
+    # vllm_device is a 0.14-0.17 field: refused as a flag by 0.18.0; the file's key ignored
+    launch = _one(root / "run.sh", version="trl=0.18.0")
+    found = {f.code: f.message for f in launch.findings}
+    assert "vllm_device" in found["trl.field_rejected"]
+    assert "use_bias_correction_kl" in found["trl.config_key_ignored"]
 
 
 def test_a_verl_key_the_version_lacks_is_an_error(tmp_path: Path) -> None:

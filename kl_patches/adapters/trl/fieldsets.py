@@ -119,6 +119,23 @@ def releases_accepting(
     return data().releases_accepting(own, (cls,))
 
 
+CONFIG_KEYS_CHECKED_SINCE = "0.19.0"
+"""The first TRL release whose ``TrlParser.parse_args_and_config`` refuses a ``--config`` YAML
+key no dataclass declares (``fail_with_unknown_args=True``: "Unknown arguments from config
+file"). Before it ``set_defaults_with_config`` returned the unused keys and
+``parse_args_and_config`` dropped them unless ``return_remaining_strings``."""
+
+CONFIG_KEYS_SOURCE = "trl/scripts/utils.py:203-215 at v0.18.0"
+"""Where the releases before :data:`CONFIG_KEYS_CHECKED_SINCE` drop unused config keys."""
+
+
+def config_keys_checked(release: str) -> bool:
+    """Whether TRL ``release``'s TrlParser refuses unknown ``--config`` keys."""
+    from packaging.version import Version
+
+    return Version(release) >= Version(CONFIG_KEYS_CHECKED_SINCE)
+
+
 HF_ARGPARSER_BOOL = "transformers/hf_argparser.py:211 (4.51.3, 4.56.2, 5.24.0)"
 """Where HfArgumentParser gives a boolean field ``nargs='?'`` and ``const=True`` (a bare
 ``--flag`` means True): only when ``field.type is bool or (field.default is not None and

@@ -23,7 +23,13 @@ from kl_patches.config import KLConfig
 
 from . import unsloth_facts
 from .entries import PPO_DEFAULTS, PPO_LAST_RELEASE, PYTHON
-from .fieldsets import HF_ARGPARSER_BOOL, needs_value
+from .fieldsets import (
+    CONFIG_KEYS_CHECKED_SINCE,
+    CONFIG_KEYS_SOURCE,
+    HF_ARGPARSER_BOOL,
+    config_keys_checked,
+    needs_value,
+)
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
@@ -270,6 +276,7 @@ def read(
     overrides: tuple[str, ...] = (),
     unresolved: tuple[str, ...] = (),
     assumed: str = "",
+    config_file: bool = False,
     **_: Any,
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
@@ -284,7 +291,9 @@ def read(
     loss, RLOO's PPO-style trainer before 0.22.0; a key of a dict that TRL's dataclasses had
     in other releases but not in this one is refused (an error finding; the reading leaves it
     out). A GRPO launch under ``unsloth`` is read with unsloth's defaults and its own k3 code
-    (:mod:`.unsloth_facts`).
+    (:mod:`.unsloth_facts`). ``config_file``: the dict is a YAML config file given to TrlParser
+    (``--config``), whose keys no dataclass declares TrlParser before 0.19.0 ignores (a
+    warning, not a refusal; :data:`FROM_CONFIG` marks such keys of a command line's file).
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
@@ -309,10 +318,14 @@ def read(
         source = {k: v for k, v in source.items() if k != BARE}
         extra_findings += _bare_flags(source, bare, sem)
     if isinstance(source, dict):
+        from_file = frozenset(source.get(FROM_CONFIG) or ())
+        source = {k: v for k, v in source.items() if k != FROM_CONFIG}
+        if config_file:
+            from_file = frozenset(k for k in source if k != "trainer")
         ppo = str(source.get("trainer", "")).lower() == "ppo"
         # PPOTrainer on a release without it is read as its last release: fields too
         fields_at = semantics(PPO_LAST_RELEASE) if ppo and not sem.ppo else sem
-        source, refused = _refuse(source, fields_at, unresolved)
+        source, refused = _refuse(source, fields_at, unresolved, from_file)
         extra_findings += refused
     if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
         return _read_ppo(
@@ -391,11 +404,15 @@ def _bias_correction_default_since(release: str) -> str:
 
 
 def _refuse(
-    source: dict[str, Any], sem: TrlSemantics, unresolved: tuple[str, ...] = ()
+    source: dict[str, Any],
+    sem: TrlSemantics,
+    unresolved: tuple[str, ...] = (),
+    from_file: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[Finding]]:
     """``source`` without the keys the release refuses, and the error finding naming them.
     ``unresolved`` keys (set to a value the script computes at run time) are judged too: the
-    release refuses the name whatever its value."""
+    release refuses the name whatever its value. ``from_file``: keys of a ``--config`` YAML,
+    which a release before 0.19.0 ignores instead (a warning; the reading leaves them out)."""
     keys = [
         k for k in [*source, *unresolved] if isinstance(k, str) and k.isidentifier()
         and k != "trainer" and k not in KL_KEYS and k != MONITOR_FIELD
@@ -403,6 +420,24 @@ def _refuse(
     keys = list(dict.fromkeys(keys))
     findings = _refuse_gone(keys, sem)
     refused = sem.refused(keys)
+    checked = sem.older_than_recorded or config_keys_checked(sem.release)
+    ignored = [] if checked else [k for k in refused if k in from_file]
+    if ignored:
+        refused = [k for k in refused if k not in ignored]
+        source = {k: v for k, v in source.items() if k not in ignored}
+        findings.append(
+            Finding(
+                "trl.config_key_ignored",
+                "warning",
+                f"TRL {sem.version}'s TrlParser ignores {', '.join(ignored[:6])} in the config "
+                f"file: no dataclass of this release declares "
+                f"{'it' if len(ignored) == 1 else 'them'} (set_defaults_with_config returns "
+                f"the keys it did not use and parse_args_and_config drops them, "
+                f"{CONFIG_KEYS_SOURCE}; TRL {CONFIG_KEYS_CHECKED_SINCE} and later refuse "
+                "them). The setting has no effect; a project script with its own dataclasses "
+                "may read it.",
+            )
+        )
     if not refused:
         gone = set(sem.refused_by_transformers(keys))
         return {k: v for k, v in source.items() if k not in gone}, findings
@@ -692,6 +727,10 @@ BARE = "__flags_without_value__"
 """Key of :func:`argv_dict`'s mapping for the flags given without a value (``--bf16`` followed
 by another flag): read as True, refused where the field is not a boolean with a default
 (:func:`.fieldsets.needs_value`)."""
+FROM_CONFIG = "__config_file_keys__"
+"""Key of :func:`argv_dict`'s mapping for the keys that come from the ``--config`` YAML only
+(no flag sets them): TrlParser before 0.19.0 ignores those no dataclass declares
+(:data:`~.fieldsets.CONFIG_KEYS_CHECKED_SINCE`)."""
 STRAY = "__unused_arguments__"
 """Key of :func:`argv_dict`'s mapping for the words no flag takes (HfArgumentParser refuses
 them: "Some specified arguments are not used by the HfArgumentParser")."""
@@ -713,7 +752,10 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
             out.update(load_mapping(_resolve(value, base_dir), what="TRL config"))
             continue
         flags[name] = _scalar(value, name)
+    from_file = [k for k in out if isinstance(k, str) and k not in flags]
     out.update(flags)
+    if from_file:
+        out[FROM_CONFIG] = from_file
     if stray:
         out[STRAY] = stray
     if bare:
