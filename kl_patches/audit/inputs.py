@@ -234,7 +234,7 @@ def _make_input(
     if "hydra" in context:
         hydra = context.pop("hydra")
         entry = str(context.get("entry", ""))
-        base, hydra_findings, hydra_notes, checked = _compose_hydra(hydra, entry, cmd, ctx)
+        base, hydra_findings, hydra_notes, checked = _compose_hydra(hydra, entry, cmd, ctx, d)
         if base:
             context["base"] = base
         context.update(checked)
@@ -278,8 +278,29 @@ def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def _copy_config_dirs(d: AdapterDescriptor, module_dir: Path, bases: list[Path]) -> list[Path]:
+    """The entry module's ``config`` folder inside a copy of the library found from ``bases``
+    (the adapter's ``vendored_version``: ``verl/version/version`` or one folder deeper,
+    ``verl/verl/version/version``, a checkout installed with ``pip install -e``): Python
+    imports that copy, and its ``@hydra.main(config_path="config")`` composes that folder."""
+    out: list[Path] = []
+    for base in bases:
+        try:
+            found = d.vendored_version(base)
+        except InputError:
+            found = None
+        if found is None:
+            continue
+        for above in list(Path(found[1]).parents)[:4]:
+            if (above / module_dir / "config").is_dir():
+                out.append(above / module_dir / "config")
+                break
+        break  # the nearest copy is the one that runs
+    return out
+
+
 def _compose_hydra(
-    hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx
+    hydra: dict[str, str], entry: str, cmd: Command, ctx: _Ctx, d: AdapterDescriptor | None = None
 ) -> tuple[dict[str, Any], list[AuditFinding], list[str], dict[str, Any]]:
     """The flat settings of the config file a Hydra launch names (``--config-path``/
     ``--config-name``), or of the entry point's own config when a checkout holds it, and what
@@ -302,6 +323,8 @@ def _compose_hydra(
     if entry and "." in entry and not os.path.isabs(entry):
         module_dir = Path(*entry.split(".")[:-1])
         dirs += [b / module_dir / "config" for b in bases if (b / module_dir / "config").is_dir()]
+        if d is not None:
+            dirs += _copy_config_dirs(d, module_dir, bases)
     if not hydra.get("config_path"):
         dirs += [b for b in bases if b.is_dir()]
     path = find_config(name, list(dict.fromkeys(dirs)))

@@ -1197,6 +1197,11 @@ def entry_payload(
     context: dict[str, Any] = {"entry": label}
     if trainer_facts is not None and trainer_facts.config and "config_name" not in found:
         found.setdefault("default_config", trainer_facts.config)
+    elif trainer_facts is None and "config_name" not in found and "." in label:
+        # an unrecorded entry is read as main_ppo: its own ppo_trainer.yaml where a checkout
+        # has one (verl-tool's verl_tool/trainer/config/, beside @hydra.main(config_path=
+        # "config", config_name="ppo_trainer")), else the release's
+        found.setdefault("default_config", "ppo_trainer")
     if found:
         context["hydra"] = found
     other = [o for o in options if o not in _option_words(options)]
