@@ -18,8 +18,8 @@ import pytest
 
 from kl_patches.audit import AuditEntry, audit
 from kl_patches.audit import versions as audit_versions
-from kl_patches.audit.fix.apply import fix_file, write_fix
 from kl_patches.audit.findings import VERSION_RANGE_DIFFERS
+from kl_patches.audit.fix.apply import fix_file, write_fix
 from tests.audit.fork_copy import checkout, fork_cli
 
 RAG = "0.5.5.post2"

@@ -80,7 +80,7 @@ def _read(path: str, mtime_ns: int, size: int) -> dict[str, Entry] | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found = argparse_options(Module("openrlhf.cli", path, text, tree))
+    found: dict[str, Entry] = dict(argparse_options(Module("openrlhf.cli", path, text, tree)))
     return found or None
 
 

@@ -65,8 +65,11 @@ def test_an_edited_copy_is_read_again(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "version_file",
-    ["OpenRLHF-RAG/version.txt", "OpenRLHF-RAG/openrlhf/__init__.py",
-     "OpenRLHF-RAG/openrlhf/cli/train_ppo_ray.py"],  # fmt: skip
+    [
+        "OpenRLHF-RAG/version.txt",
+        "OpenRLHF-RAG/openrlhf/__init__.py",
+        "OpenRLHF-RAG/openrlhf/cli/train_ppo_ray.py",
+    ],
 )
 def test_the_package_is_found_from_each_version_file(tmp_path: Path, version_file: str) -> None:
     root = checkout(
