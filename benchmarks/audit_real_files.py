@@ -324,6 +324,11 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
             materialise(gdir, item["commit"], extra, None, target)
         except MirrorError:
             continue  # the copy lacks it: the audit then reads the release's rules
+    for extra in vendored_openrlhf_code(item):
+        try:
+            materialise(gdir, item["commit"], extra, None, target)
+        except MirrorError:
+            continue  # the copy lacks it: the audit then reads the release's options
     for name, mode, sha in entry_configs(gdir, item):
         out = target / name
         if out.exists() or out.is_symlink():
@@ -432,6 +437,32 @@ def vendored_config(mirrors: Path, item: dict[str, Any], dest: Path) -> int:
             out.write_bytes(read_blob(gdir, sha))
         written += 1
     return written
+
+
+OPENRLHF_CODE = ("__init__.py", "cli/train_ppo_ray.py", "cli/train_ppo.py")
+"""Files of a vendored OpenRLHF copy that the audit reads: the package marker (the copy's
+``__version__`` when it states one) and the trainers whose ``add_argument`` calls define the
+options a launch of the copy may pass (issue 38: forks add their own)."""
+
+
+def vendored_openrlhf_code(item: dict[str, Any]) -> list[str]:
+    """Repository paths of the vendored OpenRLHF copy's files the audit reads for the pinned
+    reading: the package (``openrlhf_package``, else ``openrlhf`` at the root, where the
+    derivation's pinned parser reads it) and the pin's version file when it is one. The newest
+    reading passes ``--library-version openrlhf=<newest>``, which reads no copy stating another
+    version. Empty for a file without a vendored copy or a pinned expectation."""
+    if (
+        item["library"] != "openrlhf"
+        or "vendored_openrlhf" not in item.get("features", [])
+        or "pinned" not in item.get("expect", {})
+    ):
+        return []
+    package = str(item.get("openrlhf_package", "openrlhf")).rstrip("/")
+    out = [f"{package}/{rel}" for rel in OPENRLHF_CODE]
+    where = str((item.get("pin") or {}).get("where", ""))
+    if " " not in where and where.endswith(VERSION_FILES):
+        out.append(where)
+    return out
 
 
 def submodule_mount(item: dict[str, Any]) -> str:

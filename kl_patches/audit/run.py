@@ -189,9 +189,15 @@ def _with_version(inp: AuditInput, choice: VersionChoice) -> AuditInput:
     return dataclasses.replace(inp, context=context, version=choice.version)
 
 
-def _at(inp: AuditInput, version: str) -> NativeReading | None:
-    """The reading of ``inp`` as another ``version`` runs it (None if it cannot be read)."""
-    context = {k: v for k, v in inp.context.items() if not k.startswith("version")}
+def _at(inp: AuditInput, version: str, keep_copy: bool = False) -> NativeReading | None:
+    """The reading of ``inp`` as another ``version`` runs it (None if it cannot be read);
+    ``keep_copy``: still with the vendored copy's code (``version_file``), for the other
+    releases a range pin allows of the copy that runs the launch."""
+    context = {
+        k: v
+        for k, v in inp.context.items()
+        if not k.startswith("version") or (keep_copy and k == "version_file")
+    }
     context["version"] = version
     try:
         return _read(dataclasses.replace(inp, context=context, version=version))
@@ -250,7 +256,7 @@ def version_findings(
     if len(choice.allowed) > 1:
         groups: list[tuple[list[str], str]] = []
         for release in choice.allowed[-MAX_RANGE_READS:]:
-            other = reading if release == choice.version else _at(inp, release)
+            other = reading if release == choice.version else _at(inp, release, keep_copy=True)
             text = "unreadable" if other is None else _kl_text(other)
             if groups and groups[-1][1] == text:
                 groups[-1][0].append(release)

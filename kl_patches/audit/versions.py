@@ -391,7 +391,8 @@ def _position(where: str) -> tuple[str, int]:
 
 def _same_copy(library: str, path: str | Path | None, given: str) -> str:
     """The version file of the vendored copy above ``path`` when it states ``given`` (its
-    public part: ``0.1+vendored`` is the copy saying 0.1), else empty: a given version that is
+    public part: ``0.1+vendored`` is the copy saying 0.1), or a specifier ``given`` allows the
+    version it states (``0.5.x`` and a copy saying 0.5.7), else empty: a given version that is
     the copy's own is read with the copy's code too."""
     if path is None:
         return ""
@@ -399,9 +400,13 @@ def _same_copy(library: str, path: str | Path | None, given: str) -> str:
     if found is None:
         return ""
     try:
-        same = Version(found[0]).public == Version(given).public
+        public = Version(found[0]).public
     except InvalidVersion:
         return ""
+    try:
+        same = public == Version(given).public
+    except InvalidVersion:
+        same = bool(pin_allowed(given, (public,)))
     return shown_path(found[1]) if same else ""
 
 
@@ -431,7 +436,7 @@ def choose(
                     f"--library-version {library}={text}: allows none of the recorded "
                     f"{library} releases ({d.releases()[0]} ... {d.releases()[-1]})"
                 ) from None
-            return found
+            return dataclasses.replace(found, copy=_same_copy(library, path, text))
     start = Path(path).resolve().parent if path is not None else None
     if start is not None:
         search = find_pins(start, library)

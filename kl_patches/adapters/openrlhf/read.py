@@ -18,6 +18,7 @@ from kl_patches.adapters.flags import LAUNCH_ARGUMENTS, launcher_command, long_o
 from kl_patches.config import KLConfig
 
 from .entries import LEGACY_FLAGS, facts
+from .fork import copy_options, package_of
 from .history import RELEASES
 from .semantics import OpenRLHFSemantics, semantics
 from .translate import (
@@ -331,6 +332,7 @@ def _promote_choice(
     module: str,
     later: list[str],
     err: ValueError,
+    copy: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[OpenRLHFSemantics, Any, Finding] | None:
     """A snapshot (a fork, a vendored copy) whose launch passes a value its release's choices
     refuse (R1-Searcher's 0.5.5.post2 fork takes ``--advantage_estimator group_norm``): the
@@ -338,7 +340,7 @@ def _promote_choice(
     if sem.older_than_recorded:
         return None
     for release in later:
-        nxt = semantics(release)
+        nxt = _with_copy(semantics(release), module, copy)
         try:
             parsed = parse_at(argv, nxt, module)
         except ValueError:
@@ -354,6 +356,54 @@ def _promote_choice(
     return None
 
 
+def _copy_defaults(sem: OpenRLHFSemantics, options: dict[str, Any]) -> dict[str, object]:
+    """The KL flags' defaults of ``sem`` with the copy's argparse defaults where the copy
+    defines the flag under the release's spelling with a literal default of the same kind."""
+    defaults = dict(sem.defaults)
+    for flag in FLAGS:
+        spelled = sem.spelling.get(flag.dotted)
+        found = options.get(spelled) if spelled else None
+        if not found or "default" not in found:
+            continue
+        value = found["default"]
+        old = defaults.get(flag.dotted, flag.default)
+        if value is None or isinstance(value, bool) != isinstance(old, bool):
+            continue
+        if isinstance(value, int | float | str):
+            defaults[flag.dotted] = value
+    return defaults
+
+
+def _with_copy(
+    sem: OpenRLHFSemantics, module: str, copy: tuple[str, dict[str, Any]] | None
+) -> OpenRLHFSemantics:
+    """``sem`` checking options against the vendored copy's own argparse (``copy``: the file
+    read and its options, :func:`.fork.copy_options`), with the copy's KL defaults; ``sem``
+    itself when there is no copy to read."""
+    if copy is None:
+        return sem
+    return dataclasses.replace(
+        sem,
+        modules={**sem.modules, module: frozenset(copy[1])},
+        defaults=_copy_defaults(sem, copy[1]),
+    )
+
+
+def _fork_copy(version_file: str, module: str) -> tuple[str, dict[str, Any]] | None:
+    """(the copy's ``cli/<module>.py``, its options) for the vendored copy whose version file
+    is ``version_file`` (the audit's version choice, ``VersionChoice.copy``); None when there
+    is none or it cannot be read."""
+    if not version_file:
+        return None
+    package = package_of(version_file)
+    if package is None:
+        return None
+    options = copy_options(package, module)
+    if options is None:
+        return None
+    return str(package / "cli" / f"{module}.py"), options
+
+
 def read(
     argv: Sequence[str],
     *,
@@ -361,6 +411,7 @@ def read(
     version: str | None = None,
     assumed: str = "",
     version_snapshot: bool = False,
+    version_file: str = "",
     **_: Any,
 ) -> NativeReading:
     """The audit's view of an OpenRLHF ``train_ppo_ray`` command line.
@@ -372,21 +423,39 @@ def read(
     out), and its defaults, estimator switch, clamp, loss aggregation and whitening apply.
     ``version_snapshot`` says the copy may hold later code (a fork's version label): when the
     launch uses options only the next release has, that release is read, with a finding.
+    ``version_file`` is the version file of the vendored copy that runs the launch (the audit's
+    version choice): its own ``openrlhf/cli/<module>.py`` defines the options the launch may
+    pass and their defaults (a fork adds its own; :mod:`.fork`), with an info finding; the
+    release's KL semantics stay.
     """
     sem = semantics(version)
     module = "train_ppo" if entry == "openrlhf.cli.train_ppo" else "train_ppo_ray"
     extra: list[Finding] = []
     snapshot = version_snapshot or _snapshot(version)
     later = [r for r in RELEASES if Version(r) > Version(sem.release)]
+    copy = None if sem.older_than_recorded else _fork_copy(version_file, module)
+    sem = _with_copy(sem, module, copy)
     try:
         settings, given, refused, info = parse_at(argv, sem, module)
     except ValueError as err:  # a value the release's choices refuse (argparse exits)
-        promoted = _promote_choice(argv, sem, module, later, err) if snapshot else None
+        promoted = _promote_choice(argv, sem, module, later, err, copy) if snapshot else None
         if promoted is None:
             raise
         sem, (settings, given, refused, info), finding = promoted
         extra.append(finding)
         later = []
+    if copy is not None:
+        extra.append(
+            Finding(
+                "openrlhf.fork_options",
+                "info",
+                f"The launch runs the OpenRLHF copy in the project ({copy[0]}): its options are "
+                f"checked against that file's own add_argument calls ({len(copy[1])} options) "
+                f"and its argparse defaults, not OpenRLHF {sem.release}'s; the KL code is read "
+                f"as OpenRLHF {sem.release}'s.",
+            )
+        )
+        later = []  # the copy's own argparse decides which options exist
     if refused and snapshot and later and not sem.older_than_recorded:
         nxt = semantics(later[0])
         again = parse_at(argv, nxt, module)

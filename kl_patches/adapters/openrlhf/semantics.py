@@ -29,6 +29,7 @@ from kl_patches.adapters.files import MAX_SOURCE_FILE_BYTES, read_optional
 from kl_patches.adapters.history import resolve_release
 
 from .flagsets import options as release_options
+from .fork import copy_options, nearest_release
 from .history import HISTORY, RELEASES
 from .translate import FLAGS
 from .versions import TESTED_VERSION
@@ -196,8 +197,11 @@ def vendored_version(directory: Path) -> tuple[str, str] | None:
     """(version, file) of an OpenRLHF copy inside ``directory``: ``openrlhf/__init__.py``'s
     ``__version__``, else the ``version.txt`` beside an ``openrlhf`` package (OpenRLHF's own
     layout), also one folder deeper in a checkout named after it; None when there is none.
-    Read through the audit's guarded reader: a file there that is a FIFO, a device or too big
-    is an InputError."""
+    A copy that states no version (LIMR's empty ``__init__.py``) is found by its
+    ``openrlhf/cli/train_ppo_ray.py``: its version is the recorded release whose options it
+    shares most of (:func:`.fork.nearest_release`) with the local label ``+vendored``, and the
+    file is that module. Read through the audit's guarded reader: a file there that is a FIFO,
+    a device or too big is an InputError."""
     bases = [directory]
     with contextlib.suppress(OSError):
         bases += sorted(
@@ -215,4 +219,9 @@ def vendored_version(directory: Path) -> tuple[str, str] | None:
             text = (read_optional(path) or "").strip()
             if re.fullmatch(r"[0-9][0-9A-Za-z.+\-]*", text):
                 return text, str(path)
+    for base in bases:
+        cli = base / "openrlhf" / "cli" / "train_ppo_ray.py"
+        options = copy_options(cli.parent.parent) if (base / "openrlhf").is_dir() else None
+        if options is not None:
+            return nearest_release(frozenset(options)) + "+vendored", str(cli)
     return None
