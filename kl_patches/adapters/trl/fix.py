@@ -26,8 +26,30 @@ USER_CODES = {
 
 
 def user_choices(entry: AuditEntry) -> dict[str, str]:
-    """Codes of ``entry``'s findings only the user can settle, with the options."""
-    return {f.code: USER_CODES[f.code] for f in entry.findings if f.code in USER_CODES}
+    """Codes of ``entry``'s findings only the user can settle, with the options. The group
+    std scaling of a reward KL is one where the release has no ``scale_rewards`` (0.14-0.15
+    always divide by it: :data:`.versions.ABSENT_MEANS`): upgrading is the user's call."""
+    out = {f.code: USER_CODES[f.code] for f in entry.findings if f.code in USER_CODES}
+    if any(f.code == "trl.std_scaled_kl" for f in entry.findings) and not _has(
+        entry, "scale_rewards"
+    ):
+        out["trl.std_scaled_kl"] = (
+            f"TRL {entry.library_version} always divides the rewards, KL included, by the group "
+            "std (it has no scale_rewards): upgrade TRL and set scale_rewards=none, or keep it"
+        )
+    return out
+
+
+def _has(entry: AuditEntry, name: str) -> bool:
+    """Whether the launch's release declares config field ``name`` (True when unrecorded)."""
+    from .fieldsets import fields
+
+    cls = "RLOOConfig" if _rloo(entry) else "GRPOConfig"
+    try:
+        found = fields((entry.library_version or "1.16.0").split("+")[0], cls)
+    except (ValueError, KeyError):
+        return True
+    return found is None or name in found
 
 
 def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
@@ -48,7 +70,7 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
 
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
     """Native follow-ups: the reward KL outside the group std."""
-    if finding.code == "trl.std_scaled_kl":
+    if finding.code == "trl.std_scaled_kl" and _has(entry, "scale_rewards"):
         return [Change("set", "trl", "scale_rewards", "none", reason=finding.code)]
     return []
 
@@ -85,10 +107,9 @@ def patched(
     except InvalidVersion:
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
-    out = [
-        Change("set", "trl", "beta", "0.0", reason="kl"),
-        Change("set", "trl", "scale_rewards", "none", reason="kl"),
-    ]
+    out = [Change("set", "trl", "beta", "0.0", reason="kl")]
+    if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
+        out.append(Change("set", "trl", "scale_rewards", "none", reason="kl"))
     if inp.kind == "yaml":
         out += [
             Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),
