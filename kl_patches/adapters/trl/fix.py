@@ -96,11 +96,32 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
                             reward_shape="sequence"))  # fmt: skip
 
 
+def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
+    """Why the kl-patches route of :func:`patched` cannot run this launch (None: it can).
+
+    A GRPO launch that imports unsloth: unsloth rebinds ``trl.GRPOTrainer`` to its generated
+    trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
+    checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
+    loss-side KL, which the fix does not write."""
+    patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
+    if "unsloth" in patchers and not _rloo(entry):
+        return (
+            "kl_patches.trl refuses unsloth's generated GRPOTrainer (it computes the loss in its "
+            "own compute_loss); kl_patches.adapters.trl.unsloth.apply runs only a loss-side KL "
+            "there (see the trl.unsloth_kl finding's fix): apply it by hand, or build the "
+            "trainer without importing unsloth"
+        )
+    return None
+
+
 def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
-    """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release)."""
+    """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release or the
+    trainer: :func:`legacy_refusal`, :func:`route_refusal`)."""
     if legacy_refusal(entry.library_version, coef) is not None:
+        return [], None
+    if route_refusal(entry, inp) is not None:
         return [], None
     try:
         legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")

@@ -215,9 +215,11 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             return _done(entry, changes, "native", after, lib, missing | refusals(after))
         kl_changes, kl = lib.patched(entry, inp, coef)
         if not kl_changes:
+            refused = getattr(lib, "route_refusal", lambda e, i: None)(entry, inp)
             route = (
-                f"; no kl-patches route for {inp.library} {entry.library_version} (outside the "
-                "patch's support, or refused there)"
+                f"; no kl-patches route for {inp.library} {entry.library_version} ("
+                + (refused or "outside the patch's support, or refused there")
+                + ")"
             )
         if kl_changes:
             after = _reaudit(inp, kl_changes, versions, kl)
