@@ -32,10 +32,12 @@ Deviation: only a launcher value of the form ``MODULE --kl NAME [--kl.FIELD VALU
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 import shlex
 from typing import Any
 
+from kl_patches.audit.fix.python_edit import libcst_module
 from kl_patches.audit.fix.python_values import PythonEditError
 from kl_patches.audit.python import read_python
 from kl_patches.config import KLConfig
@@ -102,8 +104,7 @@ def _call_text(module: str, config: KLConfig, given: set[str]) -> str:
 def add_apply(source: str, value: str, origin: str = "<python>") -> str:
     """``source`` with the kl-patches patch ``value`` (an ``entry_point`` change's launcher)
     applied before its first TRL trainer is built (see the module docstring)."""
-    import libcst as cst
-
+    cst = libcst_module()
     module, config, given = launcher_config(value)
     lib = module.split(".")[1]
     script = read_python(source, origin)
@@ -113,7 +114,7 @@ def add_apply(source: str, value: str, origin: str = "<python>") -> str:
     first = min(x.line for x in launches)
     try:
         wrapper = cst.MetadataWrapper(cst.parse_module(source))
-        positions = wrapper.resolve(cst.metadata.PositionProvider)
+        positions = wrapper.resolve(importlib.import_module("libcst.metadata").PositionProvider)
     except cst.ParserSyntaxError as err:
         raise PythonEditError(f"{origin}: libcst cannot parse it: {err}") from err
     tree = wrapper.module
