@@ -134,9 +134,8 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
             new = apply_yaml(new, [c for c in p.changes.changes if c.action != "entry_point"])
         return new
     if kind == "python":
-        from kl_patches.audit.fix.python_edit import apply_python
-
         from kl_patches.audit.fix.python_apply import add_apply
+        from kl_patches.audit.fix.python_edit import apply_python
 
         new = text
         for p in todo:

@@ -158,8 +158,7 @@ def _cell(tree: Any, positions: Any, line: int, marimo: bool) -> Any:
             continue
         start, end = _span(positions, stmt)
         decorated = any(
-            isinstance(d.decorator, (cst.Attribute, cst.Call))
-            and _attr(d.decorator) == "cell"
+            isinstance(d.decorator, (cst.Attribute, cst.Call)) and _attr(d.decorator) == "cell"
             for d in stmt.decorators
         )
         if decorated and start <= line <= end and isinstance(stmt.body, cst.IndentedBlock):
@@ -206,9 +205,9 @@ def _module_slot(body: list[Any], positions: Any, line: int) -> int:
         start, _ = _span(positions, stmt)
         if start > line:
             break
-        if imports(stmt) or (i == 0 and docstring(stmt)) or future(stmt):
-            if _span(positions, stmt)[1] < line:
-                slot = i + 1
+        wanted = imports(stmt) or (i == 0 and docstring(stmt)) or future(stmt)
+        if wanted and _span(positions, stmt)[1] < line:
+            slot = i + 1
     return slot
 
 

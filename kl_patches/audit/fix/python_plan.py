@@ -380,7 +380,11 @@ class Plan:
             if self.s.pos(stmt) >= start:
                 break
             for ret in _walk(stmt.body, nested=False):
-                if isinstance(ret, cst.Return) and ret.value is not None and _names(ret.value, name):
+                if (
+                    isinstance(ret, cst.Return)
+                    and ret.value is not None
+                    and _names(ret.value, name)
+                ):
                     found = (stmt, ret)
         if found is None:
             raise self.fail(

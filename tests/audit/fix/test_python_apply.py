@@ -204,7 +204,7 @@ def test_an_unsloth_script_gets_no_kl_patches_trl_route(tmp_path: Path) -> None:
 
 
 def test_a_later_apply_that_wins_is_an_error() -> None:
-    text = LITERAL.replace("main()\n\n\nmain()", "main()\n\n\nmain()").replace(
+    text = LITERAL.replace(
         "def main():\n", "def main():\n    kl_patches.trl.apply('k3-in-loss')\n"
     ).replace("import os\n", "import os\nimport kl_patches.trl\n")
     with pytest.raises(PythonEditError, match="another apply"):
@@ -216,8 +216,16 @@ def test_launcher_values_are_read_or_refused() -> None:
         "kl_patches.trl --kl k1-in-reward --kl.coef 0.02 --kl.reward_shape sequence"
     )
     assert (module, config.coef, config.reward_shape, given) == (
-        "kl_patches.trl", 0.02, "sequence", {"coef", "reward_shape"}
+        "kl_patches.trl",
+        0.02,
+        "sequence",
+        {"coef", "reward_shape"},
     )
-    for bad in ("trl grpo", "kl_patches.trl --kl", "kl_patches.trl --beta 0", "kl_patches.trl --kl k9-in-x"):
+    for bad in (
+        "trl grpo",
+        "kl_patches.trl --kl",
+        "kl_patches.trl --beta 0",
+        "kl_patches.trl --kl k9-in-x",
+    ):
         with pytest.raises(PythonEditError):
             launcher_config(bad)
