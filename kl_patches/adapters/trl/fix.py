@@ -52,6 +52,28 @@ def _has(entry: AuditEntry, name: str) -> bool:
     return found is None or name in found
 
 
+KL_SWITCHES = frozenset({"beta", "loss_type"})
+"""The settings that decide whether a GRPO launch runs a KL at all: ``beta``, and under
+unsloth ``loss_type`` (its ``beta`` default is 0.0 under dapo or dr_grpo, else 0.001:
+``unsloth/models/rl.py:2911`` in 2026.9.12, recorded in :mod:`.unsloth_facts`)."""
+
+
+def off_context(entry: AuditEntry, inp: AuditInput) -> frozenset[str]:
+    """Warning codes that do not concern a launch running no KL, so its fix is "no KL, and
+    none meant": unsloth's own loss (``trl.unsloth_loss``: with ``beta=0`` there is no KL
+    term in it to replace), and settings the script computes at run time
+    (``trl.unresolved_settings``) when none of them is a :data:`KL_SWITCHES` setting, a
+    ``**`` expansion or the config itself."""
+    if entry.kl_on:
+        return frozenset()
+    out = {"trl.unsloth_loss"}
+    ctx = inp.context if isinstance(inp.context, dict) else {}
+    unresolved = [str(u) for u in ctx.get("unresolved", ())]
+    if not any(u in KL_SWITCHES or u.startswith("*") or u == "args" for u in unresolved):
+        out.add("trl.unresolved_settings")
+    return frozenset(out)
+
+
 def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
     """TRL's KL is off only with ``beta=0``: no KL was meant."""
     return None
