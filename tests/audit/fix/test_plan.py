@@ -163,9 +163,7 @@ def test_an_unsloth_launch_without_kl_needs_no_fix(tmp_path: Path) -> None:
     run-time max_completion_length do not concern a KL fix."""
     (plan,) = _plans(tmp_path, "train.py", _UNSLOTH_DAPO.format(loss="'dapo'"))
     assert not plan.entry.kl_on
-    assert {"trl.unsloth_loss", "trl.unresolved_settings"} <= {
-        f.code for f in plan.entry.findings
-    }
+    assert {"trl.unsloth_loss", "trl.unresolved_settings"} <= {f.code for f in plan.entry.findings}
     assert plan.changes is None and plan.why.startswith("no KL, and none meant"), plan.why
 
 
