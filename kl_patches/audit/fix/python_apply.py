@@ -111,6 +111,8 @@ def add_apply(source: str, value: str, origin: str = "<python>") -> str:
     launches = [x for x in script.launches if x.library == lib]
     if not launches:
         raise PythonEditError(f"{origin}: no {lib} trainer is built in this script")
+    if all(x.kl == config.to_dict() for x in launches):
+        return source  # already applied (a second launch of the same script): nothing to add
     first = min(x.line for x in launches)
     try:
         wrapper = cst.MetadataWrapper(cst.parse_module(source))

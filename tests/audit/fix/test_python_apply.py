@@ -203,6 +203,12 @@ def test_an_unsloth_script_gets_no_kl_patches_trl_route(tmp_path: Path) -> None:
     assert any("kl_patches.trl refuses unsloth" in p for p in fix.problems), fix.problems
 
 
+def test_applying_the_same_patch_twice_adds_it_once() -> None:
+    value = "kl_patches.trl --kl k1-in-reward --kl.coef 0.04"
+    once = add_apply(LITERAL, value)
+    assert add_apply(once, value) == once and once.count("import kl_patches.trl") == 1
+
+
 def test_a_later_apply_that_wins_is_an_error() -> None:
     text = LITERAL.replace(
         "def main():\n", "def main():\n    kl_patches.trl.apply('k3-in-loss')\n"
