@@ -184,7 +184,7 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
         if coef is not None or not now:
             why = "nothing to fix: the audit is clean" if entry.kl_on else "no KL, and none meant"
             return Plan(entry, None, why=why)
-        quiet = getattr(lib, "off_context", lambda e, i: frozenset())(entry, inp)
+        quiet: frozenset[str] = getattr(lib, "off_context", lambda e, i: frozenset())(entry, inp)
         off = [f for f in now if f.code.endswith("kl_off")]
         if off and all(f.code.endswith("kl_off") or f.code in quiet for f in now):
             return Plan(entry, None, why="no KL, and none meant (" + off[0].code + ")")
