@@ -716,6 +716,11 @@ class _Reader:
                 return KLConfig.parse(value).to_dict()
             except ValueError:
                 return None
+        if isinstance(value, dict) and not any(isinstance(v, _Unknown) for v in value.values()):
+            try:  # apply() and the trainers coerce a dict (KLConfig.coerce: from_dict)
+                return KLConfig.from_dict(value).to_dict()
+            except (TypeError, ValueError):
+                return None
         return None
 
     def _trainer(

@@ -26,8 +26,52 @@ USER_CODES = {
 
 
 def user_choices(entry: AuditEntry) -> dict[str, str]:
-    """Codes of ``entry``'s findings only the user can settle, with the options."""
-    return {f.code: USER_CODES[f.code] for f in entry.findings if f.code in USER_CODES}
+    """Codes of ``entry``'s findings only the user can settle, with the options. The group
+    std scaling of a reward KL is one where the release has no ``scale_rewards`` (0.14-0.15
+    always divide by it: :data:`.versions.ABSENT_MEANS`): upgrading is the user's call."""
+    out = {f.code: USER_CODES[f.code] for f in entry.findings if f.code in USER_CODES}
+    if any(f.code == "trl.std_scaled_kl" for f in entry.findings) and not _has(
+        entry, "scale_rewards"
+    ):
+        out["trl.std_scaled_kl"] = (
+            f"TRL {entry.library_version} always divides the rewards, KL included, by the group "
+            "std (it has no scale_rewards): upgrade TRL and set scale_rewards=none, or keep it"
+        )
+    return out
+
+
+def _has(entry: AuditEntry, name: str) -> bool:
+    """Whether the launch's release declares config field ``name`` (True when unrecorded)."""
+    from .fieldsets import fields
+
+    cls = "RLOOConfig" if _rloo(entry) else "GRPOConfig"
+    try:
+        found = fields((entry.library_version or "1.16.0").split("+")[0], cls)
+    except (ValueError, KeyError):
+        return True
+    return found is None or name in found
+
+
+KL_SWITCHES = frozenset({"beta", "loss_type"})
+"""The settings that decide whether a GRPO launch runs a KL at all: ``beta``, and under
+unsloth ``loss_type`` (its ``beta`` default is 0.0 under dapo or dr_grpo, else 0.001:
+``unsloth/models/rl.py:2911`` in 2026.9.12, recorded in :mod:`.unsloth_facts`)."""
+
+
+def off_context(entry: AuditEntry, inp: AuditInput) -> frozenset[str]:
+    """Warning codes that do not concern a launch running no KL, so its fix is "no KL, and
+    none meant": unsloth's own loss (``trl.unsloth_loss``: with ``beta=0`` there is no KL
+    term in it to replace), and settings the script computes at run time
+    (``trl.unresolved_settings``) when none of them is a :data:`KL_SWITCHES` setting, a
+    ``**`` expansion or the config itself."""
+    if entry.kl_on:
+        return frozenset()
+    out = {"trl.unsloth_loss"}
+    ctx = inp.context if isinstance(inp.context, dict) else {}
+    unresolved = [str(u) for u in ctx.get("unresolved", ())]
+    if not any(u in KL_SWITCHES or u.startswith("*") or u == "args" for u in unresolved):
+        out.add("trl.unresolved_settings")
+    return frozenset(out)
 
 
 def intended_coef(entry: AuditEntry, inp: AuditInput) -> float | None:
@@ -48,7 +92,7 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
 
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
     """Native follow-ups: the reward KL outside the group std."""
-    if finding.code == "trl.std_scaled_kl":
+    if finding.code == "trl.std_scaled_kl" and _has(entry, "scale_rewards"):
         return [Change("set", "trl", "scale_rewards", "none", reason=finding.code)]
     return []
 
@@ -74,21 +118,41 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
                             reward_shape="sequence"))  # fmt: skip
 
 
+def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
+    """Why the kl-patches route of :func:`patched` cannot run this launch (None: it can).
+
+    A GRPO launch that imports unsloth: unsloth rebinds ``trl.GRPOTrainer`` to its generated
+    trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
+    checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
+    loss-side KL, which the fix does not write."""
+    patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
+    if "unsloth" in patchers and not _rloo(entry):
+        return (
+            "kl_patches.trl refuses unsloth's generated GRPOTrainer (it computes the loss in its "
+            "own compute_loss); kl_patches.adapters.trl.unsloth.apply runs only a loss-side KL "
+            "there (see the trl.unsloth_kl finding's fix): apply it by hand, or build the "
+            "trainer without importing unsloth"
+        )
+    return None
+
+
 def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
-    """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release)."""
+    """GRPO through kl-patches' TRL launcher ([] where its patch refuses the release or the
+    trainer: :func:`legacy_refusal`, :func:`route_refusal`)."""
     if legacy_refusal(entry.library_version, coef) is not None:
+        return [], None
+    if route_refusal(entry, inp) is not None:
         return [], None
     try:
         legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")
     except InvalidVersion:
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
-    out = [
-        Change("set", "trl", "beta", "0.0", reason="kl"),
-        Change("set", "trl", "scale_rewards", "none", reason="kl"),
-    ]
+    out = [Change("set", "trl", "beta", "0.0", reason="kl")]
+    if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
+        out.append(Change("set", "trl", "scale_rewards", "none", reason="kl"))
     if inp.kind == "yaml":
         out += [
             Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),

@@ -134,14 +134,22 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
             new = apply_yaml(new, [c for c in p.changes.changes if c.action != "entry_point"])
         return new
     if kind == "python":
+        from kl_patches.audit.fix.python_apply import add_apply
         from kl_patches.audit.fix.python_edit import apply_python
 
         new = text
         for p in todo:
             assert p.changes is not None
+            patches = [c for c in p.changes.changes if c.action == "entry_point"]
             edits = [c for c in p.changes.changes if c.action != "entry_point"]
+            if patches:
+                edits = [c for c in edits if not _patch_sets(c, new, p.entry.origin)]
             try:
-                new = apply_python(new, edits)
+                if edits:
+                    new = apply_python(new, edits)
+                for c in patches:  # the launcher's patch, applied in the script itself
+                    assert c.value is not None
+                    new = add_apply(new, c.value, p.entry.origin)
             except (ValueError, TypeError) as err:  # the Python writer's refusal, with why
                 raise EditError(f"{p.entry.origin}: {err}") from err
             except ImportError as err:  # libcst missing: the message names the extra
@@ -178,6 +186,29 @@ def _edit(path: Path, text: str, kind: str, plans: list[Plan]) -> str:
     for line in sorted(by_line, reverse=True):
         new = apply_shell(new, line, by_line[line])
     return new
+
+
+PATCH_SETS = frozenset({"beta"})
+"""TRL config fields the kl-patches patch sets itself on every trainer it takes over: the
+patched ``__init__`` sets ``beta`` to what runs the KL config (0.14-0.26,
+``kl_patches/adapters/trl/legacy.py`` module docstring) or runs the KL through its hooks
+whatever ``beta`` is (``kl_patches/adapters/trl/patch.py`` module docstring)."""
+
+
+def _patch_sets(change: Change, text: str, origin: str) -> bool:
+    """True for a change the patch written into the script makes anyway and that the script
+    cannot hold: a field of :data:`PATCH_SETS` of a config every trainer reads from the
+    command line (``TrlParser``) with no assignment of it in the file. The patch then holds
+    whatever the launch passes for it."""
+    from kl_patches.audit.python import read_python
+
+    if change.namespace != "trl" or change.key not in PATCH_SETS:
+        return False
+    launches = [x for x in read_python(text, origin).launches if x.library == "trl"]
+    return bool(launches) and all(
+        x.from_argv and change.key not in x.kwargs and change.key not in x.unresolved
+        for x in launches
+    )
 
 
 def _edits(changes: tuple[Change, ...]) -> set[tuple[str, str, str | None, str | None]]:

@@ -24,7 +24,11 @@ the same names on).
 
 A launch with no KL keeps none, unless the launch shows a KL was meant (the producer's
 ``intended_coef``: a coefficient written under switched-off placements); then the fix turns on
-k1 in the reward at that coefficient.
+k1 in the reward at that coefficient. Findings the producer's optional ``off_context`` names
+(about the trainer's context, such as a patcher's own loss, not about a KL) do not stand in
+the way of "no KL, and none meant" for a launch running none. A producer's optional
+``route_refusal`` says why its kl-patches route does not apply to a launch (the reason then
+ends the plan's "no change" text).
 """
 
 from __future__ import annotations
@@ -184,8 +188,10 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
         if coef is not None or not now:
             why = "nothing to fix: the audit is clean" if entry.kl_on else "no KL, and none meant"
             return Plan(entry, None, why=why)
-        if all(f.code.endswith("kl_off") for f in now):
-            return Plan(entry, None, why="no KL, and none meant (" + now[0].code + ")")
+        quiet: frozenset[str] = getattr(lib, "off_context", lambda e, i: frozenset())(entry, inp)
+        off = [f for f in now if f.code.endswith("kl_off")]
+        if off and all(f.code.endswith("kl_off") or f.code in quiet for f in now):
+            return Plan(entry, None, why="no KL, and none meant (" + off[0].code + ")")
         return Plan(entry, None, why=_left_text(now))
     needs_kl = _biased(entry) or any(not _refused(f.code) for f in blocking(entry, allowed))
     changes = lib.changes(entry, inp, coef)
@@ -219,9 +225,11 @@ def plan_launch(inp: AuditInput, entry: AuditEntry, versions: dict[str, str] | N
             return _done(entry, changes, "native", after, lib, missing | refusals(after))
         kl_changes, kl = lib.patched(entry, inp, coef)
         if not kl_changes:
+            refused = getattr(lib, "route_refusal", lambda e, i: None)(entry, inp)
             route = (
-                f"; no kl-patches route for {inp.library} {entry.library_version} (outside the "
-                "patch's support, or refused there)"
+                f"; no kl-patches route for {inp.library} {entry.library_version} ("
+                + (refused or "outside the patch's support, or refused there")
+                + ")"
             )
         if kl_changes:
             after = _reaudit(inp, kl_changes, versions, kl)

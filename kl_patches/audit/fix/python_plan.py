@@ -327,6 +327,13 @@ class Plan:
                 src.ranges.append((expr.value, scope, self.s.pos(scope), before))
                 return src
             if isinstance(scope, cst.FunctionDef) and self._parameter(expr.value, scope, before):
+                cell = self._cell_value(scope, expr.value, expr)
+                if cell is not None:  # a marimo cell's parameter: the name a cell returns
+                    binding, end = cell
+                    src = self._resolve(binding.value, binding.scope, binding.pos, depth + 1)
+                    src.ranges.append((expr.value, binding.scope, binding.pos, end))
+                    src.ranges.append((expr.value, scope, self.s.pos(scope), before))
+                    return src
                 given, caller = self._argument(scope, expr.value, expr)
                 src = self._resolve(given, self.s.scope(caller), self.s.pos(caller), depth + 1)
                 src.ranges.append((expr.value, scope, self.s.pos(scope), before))
@@ -353,6 +360,39 @@ class Plan:
         params = scope.params
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
         return any(p.name.value == name for p in every)
+
+    def _cell_value(
+        self, fn: cst.FunctionDef, name: str, use: cst.CSTNode
+    ) -> tuple[_Binding, _Pos] | None:
+        """For ``name``, a parameter of a marimo cell ``fn`` (an ``@app.cell`` function at
+        module level): its one assignment in the last earlier cell that returns it, and the
+        position of that ``return`` (marimo binds a cell's parameters to the names other cells
+        define, and a saved notebook's cells return what they define; the reader reads the
+        cells in order, :meth:`kl_patches.audit.python._Reader._cell`). None when ``fn`` is
+        not a cell."""
+        if not _is_cell(fn) or self.s.scope(fn) is not self.s.module:
+            return None
+        start = self.s.pos(fn)
+        found: tuple[cst.FunctionDef, cst.Return] | None = None
+        for stmt in self.s.module.body:
+            if not isinstance(stmt, cst.FunctionDef) or not _is_cell(stmt):
+                continue
+            if self.s.pos(stmt) >= start:
+                break
+            for ret in _walk(stmt.body, nested=False):
+                if (
+                    isinstance(ret, cst.Return)
+                    and ret.value is not None
+                    and _names(ret.value, name)
+                ):
+                    found = (stmt, ret)
+        if found is None:
+            raise self.fail(
+                f"{name} is a parameter of a marimo cell, and no cell before it returns {name}",
+                use,
+            )
+        cell, ret = found
+        return self._binding(name, cell, self.s.pos(ret), use), self.s.pos(ret)
 
     def _argument(
         self, fn: cst.FunctionDef, name: str, use: cst.CSTNode
@@ -719,6 +759,22 @@ class Plan:
                 self.s.strings[id(w.key)] = f"{w.key.prefix}{quote}{change.new_key}{quote}"
             else:
                 self.s.names[id(w.key)] = change.new_key
+
+
+def _is_cell(fn: cst.FunctionDef) -> bool:
+    """A marimo cell: decorated ``@<app>.cell`` or ``@<app>.cell(...)``."""
+    for d in fn.decorators:
+        node = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if isinstance(node, cst.Attribute) and node.attr.value == "cell":
+            return True
+    return False
+
+
+def _names(value: cst.BaseExpression, name: str) -> bool:
+    """``return name`` or ``return (..., name, ...)``."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return any(_is_name(e.value, name) for e in value.elements)
+    return _is_name(value, name)
 
 
 def _is_name(node: cst.BaseExpression, name: str) -> bool:

@@ -77,13 +77,14 @@ _GRPO_SCRIPT = (
 
 
 def test_a_python_file_goes_through_the_python_writer_and_the_re_audit(tmp_path: Path) -> None:
-    """GRPO's fix needs the kl-patches launcher, which a script's own edit cannot switch in:
-    the writer's edit (beta) is re-audited, found not clean, and nothing is written."""
+    """GRPO's fix needs the kl-patches launcher: in a script, its patch (``apply``) is written
+    with the config edits, and the re-audit reads the patched trainer as clean."""
     path = tmp_path / "train.py"
     path.write_text(_GRPO_SCRIPT)
     fix = fix_file(path)
-    assert not fix.changed and path.read_text() == _GRPO_SCRIPT
-    assert any("after the edit the audit still reports" in p for p in fix.problems), fix.problems
+    assert fix.problems == [] and fix.changed, fix.problems
+    assert "kl_patches.trl.apply(" in fix.new_text and "beta=0.0" in fix.new_text
+    assert [e.status for e in fix.after] == ["unbiased"]
 
 
 def test_without_libcst_a_python_fix_names_the_extra(

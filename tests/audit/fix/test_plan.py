@@ -147,3 +147,36 @@ def test_openrlhf_flags_of_an_older_release_are_renamed_before_the_kl_fix(
     assert sets.get("--algo.kl.estimator") == "k1"  # the fix wins over the renamed k3
     assert any("--my_fork_flag" in u for u in plan.changes.user_choices)
     assert plan.after is not None and plan.after.reading.config.placement == "reward"
+
+
+_UNSLOTH_DAPO = (
+    "import unsloth\n"
+    "from trl import GRPOConfig, GRPOTrainer\n"
+    "n = len(open('f').read())\n"
+    "args = GRPOConfig(output_dir='o', loss_type={loss}, max_completion_length=n)\n"
+    "GRPOTrainer(model='m', args=args, reward_funcs=[])\n"
+)
+
+
+def test_an_unsloth_launch_without_kl_needs_no_fix(tmp_path: Path) -> None:
+    """unsloth's beta is 0.0 under loss_type dapo: no KL runs, so unsloth's own loss and a
+    run-time max_completion_length do not concern a KL fix."""
+    (plan,) = _plans(tmp_path, "train.py", _UNSLOTH_DAPO.format(loss="'dapo'"))
+    assert not plan.entry.kl_on
+    assert {"trl.unsloth_loss", "trl.unresolved_settings"} <= {f.code for f in plan.entry.findings}
+    assert plan.changes is None and plan.why.startswith("no KL, and none meant"), plan.why
+
+
+def test_an_unsloth_launch_whose_kl_switch_is_computed_is_not_called_kl_free(
+    tmp_path: Path,
+) -> None:
+    """A loss_type the audit cannot compute may turn unsloth's default beta on."""
+    (plan,) = _plans(tmp_path, "train.py", _UNSLOTH_DAPO.format(loss="n and 'dapo'"))
+    assert not plan.why.startswith("no KL"), plan.why
+
+
+def test_an_unsloth_grpo_launch_with_kl_gets_no_kl_patches_trl_route(tmp_path: Path) -> None:
+    text = _UNSLOTH_DAPO.format(loss="'bnpo'").replace("n = len(open('f').read())\n", "n = 64\n")
+    (plan,) = _plans(tmp_path, "train.py", text)
+    assert plan.entry.kl_on and plan.changes is None
+    assert "kl_patches.trl refuses unsloth's generated GRPOTrainer" in plan.why, plan.why
