@@ -120,9 +120,7 @@ def _about_file(code: str) -> bool:
     """An adapter warning about how the file was read (an entry point assumed, the release
     told from the launch's keys, a config key the release's parser ignores), not its KL."""
     return (
-        code.endswith(("_assumed", "config_key_ignored"))
-        or "version" in code
-        or "vendored" in code
+        code.endswith(("_assumed", "config_key_ignored")) or "version" in code or "vendored" in code
     )
 
 
