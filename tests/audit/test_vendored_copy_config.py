@@ -151,3 +151,58 @@ def test_a_copy_with_its_config_and_names_runs_the_launch(tmp_path: Path) -> Non
     )
     assert "verl.key_rejected" not in _codes(config_only)
     assert "verl.unknown_estimator" in _codes(config_only)
+
+
+NESTED_LAUNCH = """\
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=256 \\
+    data.max_turns=2 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=256
+"""
+
+
+def test_a_nested_copy_installed_from_its_checkout_runs_its_config(tmp_path: Path) -> None:
+    # rllm / DeepScaleR: the repository holds a verl checkout (verl/verl/...), installed with
+    # pip install -e ./verl; the launch sits in scripts/ and runs that copy's config
+    files = {
+        "verl/verl/version/version": "0.1\n",
+        "verl/verl/trainer/config/ppo_trainer.yaml": PPO_TRAINER_YAML,
+        "scripts/train/run.sh": NESTED_LAUNCH,
+    }
+    (entry,) = audit(_repo(tmp_path / "a", files) / "scripts" / "train" / "run.sh")
+    assert "verl.key_rejected" not in _codes(entry)
+    assert any("verl/verl/trainer/config/ppo_trainer.yaml" in n for n in entry.notes)
+    del files["verl/verl/trainer/config/ppo_trainer.yaml"]
+    (bare,) = audit(_repo(tmp_path / "b", files) / "scripts" / "train" / "run.sh")
+    assert "verl.key_rejected" in _codes(bare)
+
+
+AGENT_CONFIG = """\
+data:
+  train_batch_size: 256
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 256
+    use_kl_loss: False
+  agent:
+    enable_agent: False
+algorithm:
+  adv_estimator: gae
+  kl_ctrl:
+    kl_coef: 0.001
+"""
+
+
+def test_an_unrecorded_entry_composes_its_own_config(tmp_path: Path) -> None:
+    # verl-tool: python -m verl_tool.trainer.main_ppo, whose @hydra.main(config_path="config",
+    # config_name="ppo_trainer") composes verl_tool/trainer/config/ppo_trainer.yaml
+    launch = (
+        "python3 -m agentlib.trainer.main_ppo algorithm.adv_estimator=grpo "
+        "actor_rollout_ref.agent.enable_agent=True\n"
+    )
+    files = {"agentlib/trainer/config/ppo_trainer.yaml": AGENT_CONFIG, "train.sh": launch}
+    (entry,) = audit(_repo(tmp_path / "a", files) / "train.sh", version="verl=0.7.0")
+    assert "verl.key_rejected" not in _codes(entry)
+    (bare,) = audit(_repo(tmp_path / "b", {"train.sh": launch}) / "train.sh", version="verl=0.7.0")
+    assert "verl.key_rejected" in _codes(bare)
