@@ -34,11 +34,44 @@ _VALUE = r"(\"[^\"]*\"|'[^']*'|[^\s\"';)\\]*)"
 
 
 def command_lines(lines: list[str], start: int) -> tuple[int, int]:
-    """0-based first and last line of the command starting at 0-based ``start``."""
+    """0-based first and last line of the command starting at 0-based ``start``: a line
+    continues it when it ends with a backslash outside quotes, or inside a quoted word that
+    spans lines (``--runtime-env-json='{`` ... ``}'``: bash reads the newlines as part of the
+    word, so the command goes on past them)."""
     end = start
-    while end < len(lines) - 1 and lines[end].rstrip().endswith("\\"):
+    quote = ""
+    while end < len(lines):
+        quote, continued = _line_state(lines[end], quote)
+        if not (quote or continued) or end == len(lines) - 1:
+            break
         end += 1
     return start, end
+
+
+def _line_state(line: str, quote: str) -> tuple[str, bool]:
+    """The quote still open at the end of ``line`` (given the one open at its start) and
+    whether it ends with a line-continuing backslash outside quotes."""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+        elif quote == '"':
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = ""
+        elif ch == "\\":
+            if i == len(line.rstrip()) - 1:
+                return "", True
+            i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break
+        i += 1
+    return quote, False
 
 
 def split_comment(text: str) -> tuple[str, str]:

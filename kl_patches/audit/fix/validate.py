@@ -95,9 +95,14 @@ class Check:
 
 
 def installed(library: str) -> bool:
-    """Whether ``library``'s parser can run here (its modules are importable; not imported)."""
+    """Whether ``library``'s parser can run here: an installed distribution (its metadata
+    names a release) whose modules are importable (not imported). A folder named after the
+    library in the working directory (a vendored copy's namespace package, without metadata)
+    is not the library: its parser is not run."""
     if library not in _MODULES:
         raise ValueError(f"unknown library {library!r}; valid: {', '.join(_MODULES)}")
+    if installed_version(library) is None:
+        return False
     return all(importlib.util.find_spec(m) is not None for m in _MODULES[library])
 
 

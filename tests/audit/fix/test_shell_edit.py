@@ -117,3 +117,32 @@ def test_a_variable_assigned_from_another_is_replaced_where_used() -> None:
     text = 'f() {\n  local b=$1\n  trl grpo --beta "$b"\n}\nf 0.04\n'
     out = apply_shell(text, 3, [Change("set", "trl", "beta", "0.0")])
     assert "local b=$1" in out and '--beta "0.0"' in out
+
+
+RAY_JOB = """\
+ray job submit --address=${HEAD} \\
+  --runtime-env-json='{
+        "working_dir": "'${WORKING_DIR}'",
+        "env_vars": {"http_proxy": ""}
+    }' \\
+  -- python -m verl.trainer.main_ppo \\
+  actor_rollout_ref.actor.use_kl_loss=True \\
+  trainer.total_epochs=1 2>&1 | tee log
+echo done
+"""
+
+
+def test_a_quoted_word_spanning_lines_continues_the_command() -> None:
+    # simpleRL's ray job submit: the JSON argument's newlines are inside single quotes, so
+    # bash reads the whole block as one command; a key is found and added in it, not inside
+    # the JSON
+    out = apply_shell(RAY_JOB, 1, [Change("set", "hydra", "actor_rollout_ref.actor.use_kl_loss",
+                                          "False")])  # fmt: skip
+    assert "actor_rollout_ref.actor.use_kl_loss=False \\" in out
+    added = apply_shell(RAY_JOB, 1, [Change("set", "hydra", "algorithm.use_kl_in_reward", "True")])
+    lines = added.split("\n")
+    (row,) = [i for i, ln in enumerate(lines) if "algorithm.use_kl_in_reward=True" in ln]
+    # after the JSON block and the entry line, before the line with the redirection
+    assert lines.index("  -- python -m verl.trainer.main_ppo \\") < row
+    assert row < lines.index("  trainer.total_epochs=1 2>&1 | tee log") < lines.index("echo done")
+    assert lines[:5] == RAY_JOB.split("\n")[:5]

@@ -106,6 +106,21 @@ def test_a_missing_library_is_never_claimed_checked(monkeypatch: pytest.MonkeyPa
     assert [c.accepted for c in check_fix("verl", entry.fix_switch)] == [True]
 
 
+def test_a_folder_named_after_the_library_is_not_an_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vendored copy's folder in the working directory imports as a namespace package but
+    is no installed release: the fix summary says "not checked", never "REFUSED by verl None"
+    (what the round trip printed in simpleRL's checkout)."""
+    (tmp_path / "verl" / "trainer" / "config").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(validate, "installed_version", lambda library: None)
+    assert validate.installed("verl") is False
+    entry, changes = _grpo_k3_plan_changes()
+    assert validate.change_set_check(entry, changes) == NOT_INSTALLED
+
+
 # ----------------------------------------------------------------------------- native
 @pytest.mark.library("verl")
 def test_verl_overrides_through_hydra_compose() -> None:
