@@ -48,6 +48,7 @@ from kl_patches.audit.shell import (
     ShellScript,
     parse_script,
 )
+from kl_patches.audit.versions import vendored_copy
 from kl_patches.audit.yaml_inputs import (
     Composed,
     cluster_commands,
@@ -283,20 +284,15 @@ def _copy_config_dirs(d: AdapterDescriptor, module_dir: Path, bases: list[Path])
     (the adapter's ``vendored_version``: ``verl/version/version`` or one folder deeper,
     ``verl/verl/version/version``, a checkout installed with ``pip install -e``): Python
     imports that copy, and its ``@hydra.main(config_path="config")`` composes that folder."""
-    out: list[Path] = []
-    for base in bases:
-        try:
-            found = d.vendored_version(base)
-        except InputError:
-            found = None
-        if found is None:
-            continue
-        for above in list(Path(found[1]).parents)[:4]:
-            if (above / module_dir / "config").is_dir():
-                out.append(above / module_dir / "config")
-                break
-        break  # the nearest copy is the one that runs
-    return out
+    if not bases:
+        return []
+    found = vendored_copy(bases[0], d.name)  # memoised per directory (versions.cached)
+    if found is None:
+        return []
+    for above in list(Path(found[1]).parents)[:4]:
+        if (above / module_dir / "config").is_dir():
+            return [above / module_dir / "config"]
+    return []
 
 
 def _compose_hydra(

@@ -306,6 +306,12 @@ def pins_in(path: Path, name: str) -> list[Pin]:
     return pin_scan(path, name).pins
 
 
+def vendored_copy(start: Path, library: str) -> tuple[str, str] | None:
+    """(version, version file) of the nearest copy of ``library`` from ``start`` up to the
+    repository root (each directory read once within :func:`cached`); None when none."""
+    return _vendored(start, library, [])
+
+
 def _vendored(start: Path, library: str, notes: list[str]) -> tuple[str, str] | None:
     d = adapters.get(library)
 
