@@ -114,6 +114,14 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
         return [_h("algorithm.rollout_correction.bypass_mode", "False", code)]
     if code == "verl.adaptive_kl":
         return [_h("algorithm.kl_ctrl.type", "fixed", code)]
+    if code == "verl.key_rejected":  # +key for a key the config has: key sets it
+        from .read import appended_existing
+
+        version = entry.library_version or entry.reading.version
+        return [
+            Change("rename", "hydra", f"+{key}", new_key=key, reason=code)
+            for key in appended_existing(inp.payload, version, inp.context)
+        ]
     return []
 
 

@@ -366,9 +366,7 @@ def rejected_overrides(
             added.add(key)
         elif prefix == "+":
             if exists:
-                out.append(
-                    (index, item, f"Could not append to config. An item is already at '{key}'")
-                )
+                out.append((index, item, f"{APPEND_EXISTING} '{key}'"))
             else:
                 added.add(key)
         elif prefix == "~":
@@ -377,6 +375,35 @@ def rejected_overrides(
         elif not exists:
             out.append((index, item, f"Could not override '{key}'"))
     return out
+
+
+APPEND_EXISTING = "Could not append to config. An item is already at"
+"""Hydra's refusal of ``+key=value`` for a key the config has (``++key`` or ``key`` sets it)."""
+
+
+def appended_existing(overrides: Any, version: str | None, context: Mapping[str, Any]) -> list[str]:
+    """The keys a launch adds with a single ``+`` although its config already has them
+    (Hydra refuses the launch: :data:`APPEND_EXISTING`); written without the ``+``, the same
+    override sets the existing key, which is what the ``+`` meant in the release it was
+    written for (a key the config gained later). ``context`` is the reader's (entry, composed
+    config name and keys)."""
+    if not isinstance(overrides, (list, tuple)):
+        return []
+    entry = context.get("entry")
+    trainer_facts = facts(entry) if entry else None
+    config = _checked_config(
+        entry, trainer_facts, context.get("config_name"), context.get("config_check")
+    )
+    if config == "ppo_trainer":
+        config = _engine_config(list(overrides), semantics(version))
+    if config is None:
+        return []
+    accepted = _accepted(semantics(version), config, tuple(context.get("config_keys") or ()))
+    return [
+        _override_key(item)[1]
+        for _, item, why in rejected_overrides(list(overrides), accepted)
+        if why.startswith(APPEND_EXISTING)
+    ]
 
 
 def _accepted(sem: VerlSemantics, config: str, extra: tuple[str, ...]) -> frozenset[str]:

@@ -25,6 +25,13 @@ def override_key(item: str) -> str:
 
 
 def _hydra(items: list[str], change: Change) -> list[str]:
+    if change.action == "rename" and change.key.startswith("+"):  # +key=v -> key=v in place
+        return [
+            f"{change.new_key}={str(i).split('=', 1)[1]}"
+            if str(i).split("=", 1)[0] == change.key and "=" in str(i)
+            else i
+            for i in items
+        ]
     out = [i for i in items if override_key(str(i)) != change.key]
     prefix = next(
         (str(i)[: len(str(i)) - len(str(i).lstrip("+"))] for i in items

@@ -169,3 +169,27 @@ def test_cli_fix_exits_1_while_a_refusal_is_left_to_the_user(
     clean = tmp_path / "clean.sh"
     clean.write_text("python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.01 --use_kl_loss\n")
     assert main([str(clean), "--fix", "--library-version", "openrlhf=0.11.2"]) == 0
+
+
+def test_a_plus_on_a_key_the_config_has_is_dropped(tmp_path: Path) -> None:
+    """verl 0.6.1's gpt-oss example appends ``+...fsdp_config.model_dtype``, which its config
+    already has: Hydra refuses it ("Could not append to config"). The fix writes the override
+    without the ``+`` (it then sets the key) along with the KL fix, and the re-audit is clean."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "    algorithm.adv_estimator=rloo \\\n"
+        "    +actor_rollout_ref.actor.fsdp_config.model_dtype=bfloat16 \\\n"
+        "    algorithm.use_kl_in_reward=True algorithm.kl_penalty=low_var_kl \\\n"
+        "    algorithm.kl_ctrl.kl_coef=0.001\n"
+    )
+    before = audit(str(path), version="verl=0.6.1")
+    assert {f.code for e in before for f in e.findings} >= {"verl.key_rejected"}
+    fix = fix_file(path, versions={"verl": "0.6.1"})
+    assert fix.problems == [] and fix.changed
+    assert fix.new_text.splitlines()[2] == (
+        "    actor_rollout_ref.actor.fsdp_config.model_dtype=bfloat16 \\"
+    )
+    (entry,) = fix.after
+    assert entry.status not in ("biased", "error")
+    assert (entry.reading.config.estimator, entry.reading.config.placement) == ("k1", "reward")
