@@ -246,7 +246,7 @@ def _compose_file(
                 out.notes.append(f"{path}: defaults entry {short!r} not found beside it")
                 out.complete = False
             continue
-        if is_library and _library_file(target):
+        if is_library and _library_file(target) and not _copy_file(target):
             saved = (set(out.keys), list(out.mounts), out.complete)
             sub = _compose_file(target, None, out, library_configs, depth + 1, at)
             # the release's recorded keys stand for the library's file and what it composes
@@ -265,6 +265,21 @@ def _library_file(path: Path) -> bool:
     through a symlink (RAGEN's ``config/ppo_trainer.yaml`` links into its verl submodule)."""
     where = path.resolve() if path.is_symlink() else path
     return path.is_symlink() or where.parent.parts[-3:] == ("verl", "trainer", "config")
+
+
+def _copy_file(path: Path) -> bool:
+    """True for a library config file of a vendored copy committed in the project (a plain
+    file, not a symlink, under ``<copy>/verl/trainer/config`` beside the copy's
+    ``verl/version/version``): Hydra composes that file, so its own keys (a project's: TTRL's
+    ``reward_model.reward_kwargs``) are what the overrides may name, not the recorded
+    release's."""
+    if path.is_symlink():
+        return False
+    package = path.parent.parent.parent
+    return (
+        path.parent.parts[-3:] == ("verl", "trainer", "config")
+        and (package / "version" / "version").is_file()
+    )
 
 
 def _symlink(name: str, dirs: list[Path]) -> Path | None:

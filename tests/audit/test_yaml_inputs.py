@@ -48,3 +48,29 @@ def test_cluster_job_files() -> None:
     assert cluster_commands(job) == ("pip install x\npython -m m a=$A\n\n", {"A": "1", "B": "true"})
     assert cluster_commands({"commands": ["cd x", "run"]}) == ("cd x\nrun\n", {})
     assert cluster_commands({"algorithm": {"x": 1}}) is None
+
+
+def test_a_vendored_copys_library_config_counts_with_its_own_keys(tmp_path: Path) -> None:
+    """A recipe config whose defaults name ``ppo_trainer``, found in a vendored copy (TTRL's
+    verl with its own ``reward_model.reward_kwargs``): Hydra composes that file, so its keys
+    are the overrides' keys. Without the copy's version file, the file is read as the
+    release's (the recorded keys stand for it: a mount)."""
+    config = tmp_path / "verl" / "trainer" / "config"
+    config.mkdir(parents=True)
+    (config / "ppo_trainer.yaml").write_text(
+        "reward_model:\n  reward_kwargs:\n    mode: train\n"
+        "algorithm:\n  kl_ctrl:\n    kl_coef: 0.001\n"
+    )
+    recipe = tmp_path / "recipe" / "config"
+    recipe.mkdir(parents=True)
+    (recipe / "prime.yaml").write_text(
+        f"hydra:\n  searchpath:\n    - file://{config}\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+        "prime:\n  beta: 0.05\n"
+    )
+    plain = compose(recipe / "prime.yaml", library_configs=("ppo_trainer",))
+    assert "reward_model.reward_kwargs.mode" not in plain.keys and plain.mounts
+    (tmp_path / "verl" / "version").mkdir()
+    (tmp_path / "verl" / "version" / "version").write_text("0.2.0.dev\n")
+    copy = compose(recipe / "prime.yaml", library_configs=("ppo_trainer",))
+    assert {"reward_model.reward_kwargs.mode", "prime.beta"} <= copy.keys and not copy.mounts
+    assert copy.flat["algorithm.kl_ctrl.kl_coef"] == 0.001
