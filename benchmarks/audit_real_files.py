@@ -415,16 +415,24 @@ def vendored_config(mirrors: Path, item: dict[str, Any], dest: Path) -> int:
     only (the copy is what runs), not the newest one (read as if verl 0.9.1 ran it, whose
     config the audit takes from its recording). Correction of 2026-12-07 (issue 38): the
     scorer wrote the copy's code but not its config, so every project key read as refused.
+    A git submodule (RAGEN's and DeepMath's ``verl``) is such a copy in a recursive clone:
+    its repository's ``verl/trainer/config/`` at the gitlink commit is written under the
+    submodule's path (issue 38: DeepMath's fork adds ``data.rm_system_prompt`` and others).
     """
     where = str((item.get("pin") or {}).get("where", ""))
     own = item["repo"] in LIBRARY_REPOS.get(item["library"], ())
     if item["library"] != "verl" or own or not where.endswith("verl/version/version"):
         return 0
-    folder = where.removesuffix("version/version") + "trainer/config/"
-    gdir = git_dir(mirrors, item["repo"])
     target = dest / item.get("mount", "")
+    source = submodule_source(item)
+    if source is not None:  # the submodule's repository at its gitlink commit
+        gdir, commit = git_dir(mirrors, source[0]), source[1]
+        folder, target = "verl/trainer/config/", target / submodule_mount(item)
+    else:
+        gdir, commit = git_dir(mirrors, item["repo"]), item["commit"]
+        folder = where.removesuffix("version/version") + "trainer/config/"
     written = 0
-    for line in git(gdir, "ls-tree", "-r", item["commit"], "--", folder).decode().splitlines():
+    for line in git(gdir, "ls-tree", "-r", commit, "--", folder).decode().splitlines():
         meta, name = line.split("\t", 1)
         mode, kind, sha = meta.split()
         out = target / name
@@ -479,12 +487,20 @@ def submodule_code(item: dict[str, Any]) -> list[tuple[str, str, str]]:
     submodule's path (correction of 2026-12-07, after the audit had run: the scorer wrote only
     vendored copies committed in the project's own tree).
     """
+    source = submodule_source(item)
+    if source is None:
+        return []
+    return [(source[0], source[1], "verl/" + rel) for rel in VENDORED_CODE]
+
+
+def submodule_source(item: dict[str, Any]) -> tuple[str, str] | None:
+    """(repository, gitlink commit) of a verl git submodule pin
+    (``submodule verl -> owner/name@commit:verl/version/version``), else None."""
     pin = item.get("pin") or {}
     where = str(pin.get("where", ""))
     if item["library"] != "verl" or not where.startswith("submodule ") or not pin.get("commit"):
-        return []
-    repo = where.split(" -> ", 1)[1].split("@", 1)[0]
-    return [(repo, str(pin["commit"]), "verl/" + rel) for rel in VENDORED_CODE]
+        return None
+    return where.split(" -> ", 1)[1].split("@", 1)[0], str(pin["commit"])
 
 
 def main(argv: list[str] | None = None) -> int:
