@@ -33,7 +33,7 @@ from .fieldsets import (
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
-from .versions import ABSENT_MEANS, GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
+from .versions import ABSENT_MEANS, GRPO_DEFAULTS, HOOKS_FROM, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
     "trl.kl_off": "kl_off",
@@ -113,7 +113,7 @@ def _findings(
                 + (" (GRPO's default since TRL 0.19)." if kind == "GRPO" else "."),
                 f"beta={KLConfig().coef!r}"
                 if kind == "RLOO"
-                else _switch(kind, s, KLConfig().coef),
+                else _switch(kind, s, KLConfig().coef, sem),
             )
         )
     if not patched and kind == "GRPO" and beta != 0.0:
@@ -146,7 +146,7 @@ def _findings(
                     "use_bias_correction_kl with importance_sampling_level='sequence' multiplies "
                     "each token's k3 by the sequence-mean ratio (TRL issue #6586), adding a "
                     "spurious gradient term; read as token weighting here.",
-                    f"use_bias_correction_kl=false or {_switch(kind, s, config.coef)}",
+                    f"use_bias_correction_kl=false or {_switch(kind, s, config.coef, sem)}",
                 )
             )
         if s["use_vllm"]:
@@ -176,7 +176,7 @@ def _findings(
                             for t in ("luspo", "dr_grpo")
                             if t in sem.grpo_aggregation
                         ]
-                        + [_switch(kind, s, config.coef)]
+                        + [_switch(kind, s, config.coef, sem)]
                     ),
                 )
             )
@@ -204,14 +204,21 @@ def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
     return (f"beta={_coef(s, config)!r}",) if kind == "RLOO" else ()
 
 
-def _switch(kind: str, s: dict[str, object], coef: float) -> str:
+def _switch(kind: str, s: dict[str, object], coef: float, sem: TrlSemantics | None = None) -> str:
     """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` where
-    GRPO would divide the KL-shaped reward by the group std."""
-    scaled = kind == "GRPO" and s.get("scale_rewards") not in ("none", False, None)
+    GRPO would divide the KL-shaped reward by the group std and the release has that field
+    (0.16 on), and ``--kl.reward_shape sequence`` where the patch runs the KL as a reward
+    function (before 0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
+    sem = sem or semantics()
+    has_scale = not sem.accepted or "scale_rewards" in sem.accepted
+    scaled = kind == "GRPO" and has_scale and s.get("scale_rewards") not in ("none", False, None)
     extra = "--scale_rewards none" if scaled and isinstance(s["scale_rewards"], str) else ""
     if scaled and not extra:
         extra = "--scale_rewards false"
-    return launcher_command("trl", KLConfig.parse("k1-in-reward", coef=coef), kind, extra)
+    config = KLConfig.parse("k1-in-reward", coef=coef)
+    if kind == "GRPO" and Version(sem.release) < Version(HOOKS_FROM):
+        config = config.replace(reward_shape="sequence")
+    return launcher_command("trl", config, kind, extra)
 
 
 def _context_findings(
@@ -387,7 +394,7 @@ def read(
         # the TRL patch refuses unsloth's trainer: its own loss-side patch is the change
         switch=unsloth_facts.patch_advice(config, s)
         if unsloth
-        else _switch(kind, s, _coef(s, config)),
+        else _switch(kind, s, _coef(s, config), sem),
     )
 
 
