@@ -434,6 +434,8 @@ def _python_launches(
             context["overrides"] = tuple(launch.overrides)
         if launch.unresolved:
             context["unresolved"] = tuple(launch.unresolved)
+        if launch.from_argv and launch.parser_fields:
+            context["script_fields"] = dict(launch.parser_fields)
         where = f"{origin} -> python:{launch.line}" if python_text else f"{origin}:{launch.line}"
         if cmd is not None:
             where = f"{_where(cmd, ctx)} -> {os.path.basename(origin)}:{launch.line}"
@@ -489,6 +491,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
     argv = cmd.words[i + 1 :]
     found: str | None = None
     text: str | None = None
+    fields: dict[str, str] = {}  # the script's own dataclasses' options, when it has some
     virtual = ctx.script.files if ctx.script else {}
     for base in _bases(cmd, ctx):
         candidate = os.path.normpath(word if os.path.isabs(word) else str(base / word))
@@ -512,6 +515,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
             return inputs
         if script.others:
             return []
+        fields = dict(script.parser_fields)
     dotted = _dotted(word)
     for d in adapters.descriptors():
         matched = d.match_entry(dotted) if dotted else None
@@ -529,7 +533,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
                 lp = d.entry_payload(label, kept, ctx.base_dir, ctx.origin)
                 note = f"{word} is {d.name}'s known script {suffix}: read as {label}"
                 return [_make_input(d, lp, cmd, ctx, lost, empty, notes=(note,))]
-    return _assumed(cmd, i, ctx, word)
+    return _assumed(cmd, i, ctx, word, fields)
 
 
 def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
@@ -559,10 +563,15 @@ def _sibling_hits(
     return 0, []
 
 
-def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | None:
+def _assumed(
+    cmd: Command, i: int, ctx: _Ctx, word: str, fields: dict[str, str] | None = None
+) -> list[AuditInput] | None:
     """An unknown script read as the main trainer of the library whose trainer options its
     arguments carry, or, when they carry none, whose options another launch of the same
-    script in the file carries."""
+    script in the file carries. ``fields``: the options the script's own dataclasses add to
+    its parser, when the script was read (:attr:`.python.PyScript.parser_fields`; a project
+    trainer the reader does not know, built from a parser it reads): given to the reader as
+    ``script_fields``, accepted keys of the launch."""
     argv = cmd.words[i + 1 :]
     for d in adapters.descriptors():
         if not d.argv_markers or not d.assumed_entry:
@@ -577,6 +586,8 @@ def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | N
         lp = d.entry_payload(d.assumed_entry, kept, ctx.base_dir, ctx.origin)
         context = dict(lp.context)
         context["entry"] = word
+        if fields:
+            context["script_fields"] = dict(fields)
         context["assumed"] = (
             f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
             f"read as {d.assumed_entry}"

@@ -72,11 +72,13 @@ class _Config:
     unresolved: list[str] = field(default_factory=list)
     from_argv: bool = False
     line: int = 0
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class _Parser:
     classes: list[str]
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,6 +107,9 @@ class PyLaunch:
     """The KLConfig (``to_dict()``) of a kl-patches trainer or ``kl_patches.<lib>.apply``."""
     notes: list[str] = field(default_factory=list)
     """What the reader could not follow exactly."""
+    parser_fields: dict[str, str] = field(default_factory=dict)
+    """Fields of the script's own dataclasses that its parser reads from the command line
+    (name -> ``list``, ``bool`` or ``value``: how HfArgumentParser takes it, :func:`_kind`)."""
 
 
 @dataclass
@@ -125,6 +130,11 @@ class PyScript:
     """``config_path``/``config_name`` of its ``@hydra.main``, None when it has none."""
     notes: list[str]
     """What the reader could not follow exactly."""
+    parser_fields: dict[str, str] = field(default_factory=dict)
+    """Fields of the script's own dataclasses given to a command-line parser it builds
+    (``TrlParser((ScriptArguments, GRPOConfig, ModelConfig))`` with the script's own
+    ``ScriptArguments``): name -> how HfArgumentParser takes it (:func:`_kind`). A launch of
+    the script may pass them, whatever the library's own dataclasses declare."""
 
 
 def _apis() -> list[tuple[str, PythonApi]]:
@@ -165,6 +175,11 @@ class _Reader:
         """Names the marimo cells read so far return (what later cells take as parameters)."""
         self.config_defaults: dict[str, dict[str, Any]] = {}
         """Config subclass defined in the script -> the field defaults it sets."""
+        self.own_fields: dict[str, dict[str, str]] = {}
+        """Dataclass defined in the script -> its fields, inherited from the script's own
+        classes included (name -> :func:`_kind`)."""
+        self.parser_fields: dict[str, str] = {}
+        """Fields of the script's own dataclasses given to a parser it builds."""
 
     # ------------------------------------------------------------------ walking
     def _tick(self) -> None:
@@ -312,6 +327,14 @@ class _Reader:
         methods = tuple(
             s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
+        parents = [_dotted(b).rsplit(".", 1)[-1] for b in node.bases]
+        if any(_dotted(d).rsplit(".", 1)[-1] == "dataclass" for d in node.decorator_list) or any(
+            p in self.own_fields for p in parents
+        ):
+            inherited: dict[str, str] = {}
+            for parent in reversed(parents):  # the first base wins, as in the MRO
+                inherited.update(self.own_fields.get(parent, {}))
+            self.own_fields[node.name] = {**inherited, **_declared(node)}
         for base in node.bases:
             name = _dotted(base).rsplit(".", 1)[-1]
             if name in self.configs:  # a project's config dataclass extending GRPOConfig
@@ -668,7 +691,11 @@ class _Reader:
             for item in spec if isinstance(spec, (list, tuple)) else [spec]:
                 if isinstance(item, _ClassRef):
                     classes.append(item.name.rsplit(".", 1)[-1])
-            return _Parser(classes)
+            fields: dict[str, str] = {}
+            for cls in reversed(classes):
+                fields.update(self.own_fields.get(cls, {}))
+            self.parser_fields.update(fields)
+            return _Parser(classes, fields)
         if isinstance(node.func, ast.Attribute):
             owner = self.expr(node.func.value, env)
             if isinstance(owner, _Parser) and short.startswith("parse"):
@@ -676,7 +703,11 @@ class _Reader:
                 for cls in owner.classes:
                     if cls in self.configs:
                         lib, label = self.configs[cls]
-                        parsed.append(_Config(lib, label, from_argv=True, line=node.lineno))
+                        parsed.append(
+                            _Config(
+                                lib, label, from_argv=True, line=node.lineno, fields=owner.fields
+                            )
+                        )
                     else:
                         parsed.append(_Unknown(f"{cls} from the command line"))
                 return tuple(parsed) if len(parsed) != 1 else parsed[0]
@@ -772,11 +803,63 @@ class _Reader:
                 overrides=overrides,
                 kl=kl,
                 notes=notes,
+                parser_fields=dict(cfg.fields),
             )
         )
 
     def _kl_based(self, name: str) -> bool:
         return any(name == alias for alias in self.kl_imports)
+
+
+LIST_TYPES = frozenset({"list", "List"})
+"""Annotations HfArgumentParser gives ``nargs="+"`` (a field whose type, ``Optional`` removed,
+is a subclass of ``list``: transformers hf_argparser.py ``_parse_dataclass_field``,
+``issubclass(origin_type, list)``, line 220 in 4.56.2)."""
+
+
+def _kind(annotation: ast.expr) -> str:
+    """How HfArgumentParser takes a dataclass field annotated ``annotation``: ``list`` (several
+    words, ``nargs="+"``), ``bool`` (``--name`` alone is True) or ``value`` (one word).
+    ``Optional[X]``, ``Union[X, None]`` and ``X | None`` are read as ``X``, as the parser does
+    (it drops ``NoneType`` from the union)."""
+    node = annotation
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "list[str]"
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return "value"
+    if isinstance(node, ast.Subscript) and _dotted(node.value).rsplit(".", 1)[-1] in (
+        "Optional",
+        "Union",
+    ):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        kept = [p for p in kept if _dotted(p) != "NoneType"]
+        node = kept[0] if len(kept) == 1 else node
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        parts = [node.left, node.right]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        node = kept[0] if len(kept) == 1 else node
+    head = node.value if isinstance(node, ast.Subscript) else node
+    name = _dotted(head).rsplit(".", 1)[-1]
+    if name in LIST_TYPES:
+        return "list"
+    return "bool" if name == "bool" else "value"
+
+
+def _declared(node: ast.ClassDef) -> dict[str, str]:
+    """The fields a dataclass body declares (annotated names, ``ClassVar`` left out) and how
+    the command-line parser takes each (:func:`_kind`)."""
+    out: dict[str, str] = {}
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            head = item.annotation
+            if isinstance(head, ast.Subscript):
+                head = head.value
+            if _dotted(head).rsplit(".", 1)[-1] == "ClassVar":
+                continue
+            out[item.target.id] = _kind(item.annotation)
+    return out
 
 
 def _bits(value: Any) -> int:
@@ -842,4 +925,5 @@ def read_python(text: str, origin: str) -> PyScript:
         patchers=list(reader.patchers),
         hydra=reader.hydra,
         notes=list(dict.fromkeys(reader.notes)),
+        parser_fields=dict(reader.parser_fields),
     )
