@@ -436,6 +436,8 @@ def _python_launches(
             context["unresolved"] = tuple(launch.unresolved)
         if launch.from_argv and launch.parser_fields:
             context["script_fields"] = dict(launch.parser_fields)
+        if launch.from_argv and script.config_copies:
+            context["script_copies"] = tuple(script.config_copies)
         where = f"{origin} -> python:{launch.line}" if python_text else f"{origin}:{launch.line}"
         if cmd is not None:
             where = f"{_where(cmd, ctx)} -> {os.path.basename(origin)}:{launch.line}"
@@ -492,6 +494,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
     found: str | None = None
     text: str | None = None
     fields: dict[str, str] = {}  # the script's own dataclasses' options, when it has some
+    copies: tuple[str, ...] = ()  # library config names bound to the project's own copies
     virtual = ctx.script.files if ctx.script else {}
     for base in _bases(cmd, ctx):
         candidate = os.path.normpath(word if os.path.isabs(word) else str(base / word))
@@ -516,6 +519,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
         if script.others:
             return []
         fields = dict(script.parser_fields)
+        copies = tuple(script.config_copies)
     dotted = _dotted(word)
     for d in adapters.descriptors():
         matched = d.match_entry(dotted) if dotted else None
@@ -533,7 +537,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
                 lp = d.entry_payload(label, kept, ctx.base_dir, ctx.origin)
                 note = f"{word} is {d.name}'s known script {suffix}: read as {label}"
                 return [_make_input(d, lp, cmd, ctx, lost, empty, notes=(note,))]
-    return _assumed(cmd, i, ctx, word, fields)
+    return _assumed(cmd, i, ctx, word, fields, copies)
 
 
 def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
@@ -564,14 +568,20 @@ def _sibling_hits(
 
 
 def _assumed(
-    cmd: Command, i: int, ctx: _Ctx, word: str, fields: dict[str, str] | None = None
+    cmd: Command,
+    i: int,
+    ctx: _Ctx,
+    word: str,
+    fields: dict[str, str] | None = None,
+    copies: tuple[str, ...] = (),
 ) -> list[AuditInput] | None:
     """An unknown script read as the main trainer of the library whose trainer options its
     arguments carry, or, when they carry none, whose options another launch of the same
     script in the file carries. ``fields``: the options the script's own dataclasses add to
     its parser, when the script was read (:attr:`.python.PyScript.parser_fields`; a project
     trainer the reader does not know, built from a parser it reads): given to the reader as
-    ``script_fields``, accepted keys of the launch."""
+    ``script_fields``, accepted keys of the launch; ``copies``: the library config classes
+    whose name the script binds to its own copy (``script_copies``)."""
     argv = cmd.words[i + 1 :]
     for d in adapters.descriptors():
         if not d.argv_markers or not d.assumed_entry:
@@ -588,6 +598,8 @@ def _assumed(
         context["entry"] = word
         if fields:
             context["script_fields"] = dict(fields)
+        if copies:
+            context["script_copies"] = tuple(copies)
         context["assumed"] = (
             f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
             f"read as {d.assumed_entry}"

@@ -27,12 +27,15 @@ What cannot be resolved (``**kwargs`` built elsewhere, a value computed at run t
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kl_patches import adapters
 from kl_patches.adapters.base import PythonApi
+from kl_patches.audit.checkout_classes import checkout_class
 from kl_patches.audit.model import InputError
 from kl_patches.config import KLConfig
 
@@ -130,6 +133,9 @@ class PyScript:
     """``config_path``/``config_name`` of its ``@hydra.main``, None when it has none."""
     notes: list[str]
     """What the reader could not follow exactly."""
+    config_copies: dict[str, str] = field(default_factory=dict)
+    """Library config class names (``GRPOConfig``) that the script's parser gets from a file
+    of its checkout, a project's copy, not the library's class -> ``file:line`` of the copy."""
     parser_fields: dict[str, str] = field(default_factory=dict)
     """Fields of the script's own dataclasses given to a command-line parser it builds
     (``TrlParser((ScriptArguments, GRPOConfig, ModelConfig))`` with the script's own
@@ -180,6 +186,11 @@ class _Reader:
         classes included (name -> :func:`_kind`)."""
         self.parser_fields: dict[str, str] = {}
         """Fields of the script's own dataclasses given to a parser it builds."""
+        self.from_imports: dict[str, tuple[str, int, str]] = {}
+        """Name bound by ``from MODULE import NAME`` -> (module, level of dots, name)."""
+        self.config_copies: dict[str, str] = {}
+        """A library config class name whose class the parser gets is the project's own (a
+        copy in a checkout file) -> ``file:line`` of its definition."""
 
     # ------------------------------------------------------------------ walking
     def _tick(self) -> None:
@@ -261,6 +272,8 @@ class _Reader:
             module = node.module or ""
             self.imports.append(module)
             names = [(a.name, a.asname or a.name) for a in node.names]
+            for name, alias in names:
+                self.from_imports[alias] = (module, node.level, name)
         for lib, api in self.apis:
             for mod in (self.imports[-1], *[a.name for a in getattr(node, "names", [])]):
                 root = mod.split(".")[0]
@@ -322,6 +335,26 @@ class _Reader:
         for node, item in zip(names, values, strict=False):
             if isinstance(node, ast.Name):
                 self.cell_names[node.id] = item
+
+    def _checkout_fields(self, cls: str) -> dict[str, str]:
+        """The fields of a dataclass the script imports from a file of its checkout (not from
+        a library): :func:`.checkout_classes.checkout_class`. A library config's name bound
+        to such a class (a project's copy of ``GRPOConfig``) is noted in
+        :attr:`config_copies`: the parser gets the copy, not the library's class."""
+        where = self.from_imports.get(cls)
+        if where is None or not os.path.isfile(self.origin):
+            return {}
+        module, level, name = where
+        roots = {m for _, api in self.apis for m in api.modules}
+        if not level and module.split(".")[0] in roots:
+            return {}
+        found = checkout_class(Path(self.origin), module, level, name)
+        if found is None:
+            return {}
+        node, path = found
+        if cls in self.configs:
+            self.config_copies[cls] = f"{path}:{node.lineno}"
+        return _declared(node)
 
     def _class(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
         methods = tuple(
@@ -693,7 +726,7 @@ class _Reader:
                     classes.append(item.name.rsplit(".", 1)[-1])
             fields: dict[str, str] = {}
             for cls in reversed(classes):
-                fields.update(self.own_fields.get(cls, {}))
+                fields.update(self.own_fields.get(cls, {}) or self._checkout_fields(cls))
             self.parser_fields.update(fields)
             return _Parser(classes, fields)
         if isinstance(node.func, ast.Attribute):
@@ -926,4 +959,5 @@ def read_python(text: str, origin: str) -> PyScript:
         hydra=reader.hydra,
         notes=list(dict.fromkeys(reader.notes)),
         parser_fields=dict(reader.parser_fields),
+        config_copies=dict(reader.config_copies),
     )

@@ -278,6 +278,7 @@ def read(
     assumed: str = "",
     config_file: bool = False,
     script_fields: dict[str, str] | None = None,
+    script_copies: tuple[str, ...] = (),
     **_: Any,
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
@@ -297,7 +298,8 @@ def read(
     warning, not a refusal; :data:`FROM_CONFIG` marks such keys of a command line's file).
     ``script_fields``: the fields of the launched script's own dataclasses that its parser
     reads (:attr:`kl_patches.audit.python.PyScript.parser_fields`), accepted keys of this
-    launch (:func:`_own_fields`).
+    launch (:func:`_own_fields`); ``script_copies``: TRL config class names the script binds
+    to its own copy (a file of its checkout), whose fields are in ``script_fields``.
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
@@ -323,7 +325,7 @@ def read(
     if isinstance(source, dict) and BARE in source:
         bare = [str(w) for w in source[BARE]]
         source = {k: v for k, v in source.items() if k != BARE}
-        extra_findings += _bare_flags(source, bare, sem)
+        extra_findings += _bare_flags(source, bare, sem, own, script_copies)
     if isinstance(source, dict):
         from_file = frozenset(source.get(FROM_CONFIG) or ())
         source = {k: v for k, v in source.items() if k != FROM_CONFIG}
@@ -506,16 +508,28 @@ def _own_fields(
     return out, frozenset(fields)
 
 
-def _bare_flags(source: dict[str, Any], bare: list[str], sem: TrlSemantics) -> list[Finding]:
+def _bare_flags(
+    source: dict[str, Any],
+    bare: list[str],
+    sem: TrlSemantics,
+    own: frozenset[str] = frozenset(),
+    copies: tuple[str, ...] = (),
+) -> list[Finding]:
     """The error finding for flags given without a value whose field needs one (argparse:
-    "argument --NAME: expected one argument"); the reading keeps them as True."""
+    "argument --NAME: expected one argument"); the reading keeps them as True. A field of the
+    script's own dataclasses (``own``) is not judged here; a TRL config class the script
+    replaces by its own copy (``copies``, VLM-R1's ``GRPOConfig`` on ``TrainingArguments``)
+    is not consulted: a field the copy does not declare is transformers' (``bf16: bool =
+    False``, a bare flag is True), not the field TRL's class redeclares."""
     if sem.older_than_recorded:
         return []
     trainer = str(source.get("trainer", "grpo")).lower()
-    own = {"rloo": "RLOOConfig", "ppo": "PPOConfig"}.get(trainer, "GRPOConfig")
-    classes = (own, "ModelConfig", "ScriptArguments")
+    config = {"rloo": "RLOOConfig", "ppo": "PPOConfig"}.get(trainer, "GRPOConfig")
+    classes = tuple(c for c in (config, "ModelConfig", "ScriptArguments") if c not in copies)
     refused: list[str] = []
     for name in bare:
+        if name in own:
+            continue
         judged = needs_value(sem.release, name, classes)
         if judged is not None and judged[0]:
             refused.append(f"--{name} ({judged[1]})")
