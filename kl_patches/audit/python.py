@@ -364,10 +364,10 @@ class _Reader:
         if any(_dotted(d).rsplit(".", 1)[-1] == "dataclass" for d in node.decorator_list) or any(
             p in self.own_fields for p in parents
         ):
-            inherited: dict[str, str] = {}
-            for parent in reversed(parents):  # the first base wins, as in the MRO
-                inherited.update(self.own_fields.get(parent, {}))
-            self.own_fields[node.name] = {**inherited, **_declared(node)}
+            from_bases: dict[str, str] = {}
+            for base_name in reversed(parents):  # the first base wins, as in the MRO
+                from_bases.update(self.own_fields.get(base_name, {}))
+            self.own_fields[node.name] = {**from_bases, **_declared(node)}
         for base in node.bases:
             name = _dotted(base).rsplit(".", 1)[-1]
             if name in self.configs:  # a project's config dataclass extending GRPOConfig
