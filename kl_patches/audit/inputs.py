@@ -493,8 +493,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
     argv = cmd.words[i + 1 :]
     found: str | None = None
     text: str | None = None
-    fields: dict[str, str] = {}  # the script's own dataclasses' options, when it has some
-    copies: tuple[str, ...] = ()  # library config names bound to the project's own copies
+    opened: PyScript | None = None  # the script, when it could be read
     virtual = ctx.script.files if ctx.script else {}
     for base in _bases(cmd, ctx):
         candidate = os.path.normpath(word if os.path.isabs(word) else str(base / word))
@@ -518,8 +517,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
             return inputs
         if script.others:
             return []
-        fields = dict(script.parser_fields)
-        copies = tuple(script.config_copies)
+        opened = script
     dotted = _dotted(word)
     for d in adapters.descriptors():
         matched = d.match_entry(dotted) if dotted else None
@@ -537,7 +535,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
                 lp = d.entry_payload(label, kept, ctx.base_dir, ctx.origin)
                 note = f"{word} is {d.name}'s known script {suffix}: read as {label}"
                 return [_make_input(d, lp, cmd, ctx, lost, empty, notes=(note,))]
-    return _assumed(cmd, i, ctx, word, fields, copies)
+    return _assumed(cmd, i, ctx, word, opened)
 
 
 def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
@@ -568,20 +566,15 @@ def _sibling_hits(
 
 
 def _assumed(
-    cmd: Command,
-    i: int,
-    ctx: _Ctx,
-    word: str,
-    fields: dict[str, str] | None = None,
-    copies: tuple[str, ...] = (),
+    cmd: Command, i: int, ctx: _Ctx, word: str, script: PyScript | None = None
 ) -> list[AuditInput] | None:
     """An unknown script read as the main trainer of the library whose trainer options its
     arguments carry, or, when they carry none, whose options another launch of the same
-    script in the file carries. ``fields``: the options the script's own dataclasses add to
-    its parser, when the script was read (:attr:`.python.PyScript.parser_fields`; a project
-    trainer the reader does not know, built from a parser it reads): given to the reader as
-    ``script_fields``, accepted keys of the launch; ``copies``: the library config classes
-    whose name the script binds to its own copy (``script_copies``)."""
+    script in the file carries. ``script``: the script, when it could be read (it builds a
+    trainer the reader does not know): the options its own dataclasses add to its parser
+    (:attr:`.python.PyScript.parser_fields`, given to the reader as ``script_fields``,
+    accepted keys of the launch), the library config classes it binds to its own copies
+    (``script_copies``) and the trainer classes of its own it builds (``project_trainer``)."""
     argv = cmd.words[i + 1 :]
     for d in adapters.descriptors():
         if not d.argv_markers or not d.assumed_entry:
@@ -596,10 +589,14 @@ def _assumed(
         lp = d.entry_payload(d.assumed_entry, kept, ctx.base_dir, ctx.origin)
         context = dict(lp.context)
         context["entry"] = word
-        if fields:
-            context["script_fields"] = dict(fields)
-        if copies:
-            context["script_copies"] = tuple(copies)
+        if script is not None and script.parser_fields:
+            context["script_fields"] = dict(script.parser_fields)
+        if script is not None and script.config_copies:
+            context["script_copies"] = tuple(script.config_copies)
+        if script is not None and script.own_trainers:
+            context["project_trainer"] = ", ".join(
+                f"{cls} ({where})" for cls, where in script.own_trainers.items()
+            )
         context["assumed"] = (
             f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
             f"read as {d.assumed_entry}"

@@ -133,6 +133,11 @@ class PyScript:
     """``config_path``/``config_name`` of its ``@hydra.main``, None when it has none."""
     notes: list[str]
     """What the reader could not follow exactly."""
+    own_trainers: dict[str, str] = field(default_factory=dict)
+    """``*Trainer`` classes the script builds that its checkout defines and no adapter names
+    (VLM-R1's ``VLMGRPOTrainer``, TRL's code copied onto transformers' ``Trainer``) ->
+    ``file:line`` of the class: what runs is the project's code, which no kl-patches patch
+    of the library's trainers reaches."""
     config_copies: dict[str, str] = field(default_factory=dict)
     """Library config class names (``GRPOConfig``) that the script's parser gets from a file
     of its checkout, a project's copy, not the library's class -> ``file:line`` of the copy."""
@@ -188,6 +193,8 @@ class _Reader:
         """Fields of the script's own dataclasses given to a parser it builds."""
         self.from_imports: dict[str, tuple[str, int, str]] = {}
         """Name bound by ``from MODULE import NAME`` -> (module, level of dots, name)."""
+        self.own_trainers: dict[str, str] = {}
+        """A trainer class of the project's own the script builds -> ``file:line``."""
         self.config_copies: dict[str, str] = {}
         """A library config class name whose class the parser gets is the project's own (a
         copy in a checkout file) -> ``file:line`` of its definition."""
@@ -336,19 +343,23 @@ class _Reader:
             if isinstance(node, ast.Name):
                 self.cell_names[node.id] = item
 
-    def _checkout_fields(self, cls: str) -> dict[str, str]:
-        """The fields of a dataclass the script imports from a file of its checkout (not from
-        a library): :func:`.checkout_classes.checkout_class`. A library config's name bound
-        to such a class (a project's copy of ``GRPOConfig``) is noted in
-        :attr:`config_copies`: the parser gets the copy, not the library's class."""
+    def _checkout(self, cls: str) -> tuple[ast.ClassDef, Path] | None:
+        """The definition of a class the script imports from a file of its checkout (not
+        from a library): :func:`.checkout_classes.checkout_class`; None otherwise."""
         where = self.from_imports.get(cls)
         if where is None or not os.path.isfile(self.origin):
-            return {}
+            return None
         module, level, name = where
         roots = {m for _, api in self.apis for m in api.modules}
         if not level and module.split(".")[0] in roots:
-            return {}
-        found = checkout_class(Path(self.origin), module, level, name)
+            return None
+        return checkout_class(Path(self.origin), module, level, name)
+
+    def _checkout_fields(self, cls: str) -> dict[str, str]:
+        """The fields of a dataclass the script imports from a file of its checkout. A library
+        config's name bound to such a class (a project's copy of ``GRPOConfig``) is noted in
+        :attr:`config_copies`: the parser gets the copy, not the library's class."""
+        found = self._checkout(cls)
         if found is None:
             return {}
         node, path = found
@@ -758,7 +769,21 @@ class _Reader:
             return _Unknown(f"{short} instance")
         if name in self.functions and isinstance(node.func, ast.Name):
             return self._function(self.functions[name], env, args, kwargs)
+        self._own_trainer(node, env)
         return _Unknown(what)
+
+    def _own_trainer(self, node: ast.Call, env: dict[str, Any]) -> None:
+        """Note a ``*Trainer`` class of the project's own that the script builds (called by
+        its name or through a variable bound to it, ``trainer_cls = VLMGRPOTrainer``),
+        imported from a file of its checkout: :attr:`own_trainers`."""
+        bound = env.get(node.func.id) if isinstance(node.func, ast.Name) else None
+        cls = (bound.name if isinstance(bound, _ClassRef) else _dotted(node.func)).rsplit(".")[-1]
+        known = (self.trainers, self.subclasses, self.others, self.kl_imports)
+        if not cls.endswith("Trainer") or any(cls in k for k in known):
+            return
+        found = self._checkout(cls)
+        if found is not None:
+            self.own_trainers.setdefault(cls, f"{found[1]}:{found[0].lineno}")
 
     def _klconfig(self, short: str, args: list[Any], kwargs: dict[str, Any], what: str) -> Any:
         if any(isinstance(a, _Unknown) for a in args) or any(
@@ -960,4 +985,5 @@ def read_python(text: str, origin: str) -> PyScript:
         notes=list(dict.fromkeys(reader.notes)),
         parser_fields=dict(reader.parser_fields),
         config_copies=dict(reader.config_copies),
+        own_trainers=dict(reader.own_trainers),
     )

@@ -89,6 +89,9 @@ def _project(tmp_path: Path, extra: str = "", with_script: bool = True) -> Path:
             "from .config import GRPOConfig\nfrom .trainer import ProjectTrainer\n"
         )
         (pkg / "trainer" / "config.py").write_text(CONFIG_COPY)
+        (pkg / "trainer" / "trainer.py").write_text(
+            "from transformers import Trainer\n\n\nclass ProjectTrainer(Trainer):\n    pass\n"
+        )
     launch = tmp_path / "run_scripts" / "run_grpo.sh"
     launch.parent.mkdir()
     launch.write_text(LAUNCH.format(extra=extra))
@@ -116,6 +119,14 @@ def test_the_scripts_own_fields_are_options_of_its_launch(tmp_path: Path) -> Non
     assert bare.status == "error"
     assert any("'format'" in m for m in _messages(bare, "trl.argument_rejected"))
     assert any("reward_funcs" in m for m in _messages(bare, "trl.field_rejected"))
+
+
+def test_a_trainer_class_of_the_projects_own_is_a_warning(tmp_path: Path) -> None:
+    (entry,) = audit(_project(tmp_path), version="trl=0.17.0")
+    (warning,) = _messages(entry, "trl.project_trainer")
+    assert "ProjectTrainer" in warning and "trainer.py:4" in warning
+    (plain,) = audit(_project(tmp_path / "alone", with_script=False), version="trl=0.17.0")
+    assert "trl.project_trainer" not in _codes(plain)
 
 
 def test_a_bare_flag_the_config_copy_inherits_is_transformers_boolean(tmp_path: Path) -> None:

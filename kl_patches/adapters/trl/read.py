@@ -279,6 +279,7 @@ def read(
     config_file: bool = False,
     script_fields: dict[str, str] | None = None,
     script_copies: tuple[str, ...] = (),
+    project_trainer: str = "",
     **_: Any,
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
@@ -299,10 +300,24 @@ def read(
     ``script_fields``: the fields of the launched script's own dataclasses that its parser
     reads (:attr:`kl_patches.audit.python.PyScript.parser_fields`), accepted keys of this
     launch (:func:`_own_fields`); ``script_copies``: TRL config class names the script binds
-    to its own copy (a file of its checkout), whose fields are in ``script_fields``.
+    to its own copy (a file of its checkout), whose fields are in ``script_fields``;
+    ``project_trainer``: the trainer classes of the project's own that the script builds (a
+    ``trl.project_trainer`` warning).
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
+    if project_trainer:
+        extra_findings.append(
+            Finding(
+                "trl.project_trainer",
+                "warning",
+                f"The script trains {project_trainer}: a trainer class of the project's own, "
+                "not TRL's. It is read here as TRL's GRPOTrainer with the launch's options; "
+                "what runs is the project's code, which kl-patches' TRL patch (it replaces "
+                "the KL of TRL's trainers) does not reach, so no kl-patches fix applies: "
+                "change the KL in that class's own code.",
+            )
+        )
     if isinstance(source, dict) and KL_BLOCK in source:  # kl: {coef: ...} as kl_* keys
         source = flatten_kl_block(source)
     own: frozenset[str] = frozenset()
