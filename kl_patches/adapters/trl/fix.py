@@ -132,6 +132,12 @@ def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
         on_018 = False
     if on_018:
         return legacy_refusal(version, KLConfig().coef)
+    own = [f for f in entry.findings if f.code == "trl.project_trainer"]
+    if own:  # the project's own trainer class: TRL's patched classes never run
+        return (
+            "the script trains the project's own trainer class, which neither the kl-patches "
+            "launcher nor kl_patches.trl.apply reaches (trl.project_trainer)"
+        )
     patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
     if "unsloth" in patchers and not _rloo(entry):
         return (
