@@ -329,6 +329,8 @@ def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
             materialise(gdir, item["commit"], extra, None, target)
         except MirrorError:
             continue  # the copy lacks it: the audit then reads the release's options
+    for extra in project_script_code(gdir, item):
+        materialise(gdir, item["commit"], extra, None, target)
     for name, mode, sha in entry_configs(gdir, item):
         out = target / name
         if out.exists() or out.is_symlink():
@@ -471,6 +473,41 @@ def vendored_openrlhf_code(item: dict[str, Any]) -> list[str]:
     if " " not in where and where.endswith(VERSION_FILES):
         out.append(where)
     return out
+
+
+PROJECT_SCRIPT_FILES = 200
+"""Python files of a project script's package written at most (a bound for large trees)."""
+
+
+def project_script_code(gdir: Path, item: dict[str, Any]) -> list[str]:
+    """Repository paths of a TRL project script a launch runs by path (``torchrun
+    src/open_r1/grpo_jsonl.py``) and of the Python files of its package (the folder it sits
+    in, recursively), for items marked ``project_trainer``.
+
+    A user's checkout has them: the audit reads the script's own dataclasses, and the config
+    class it imports from its package (VLM-R1's ``open_r1.trainer.GRPOConfig``), to know the
+    options the launch may pass (issue 38). Added on 2026-12-07: before, only the launch and
+    its listed siblings were written, so the audit could not open the script and read its
+    launch as ``trl grpo`` with TRL's options only."""
+    if item["library"] != "trl" or "project_trainer" not in item.get("features", []):
+        return []
+    mount = item.get("mount", "")
+    out: list[str] = []
+    for launch in item.get("launches", []):
+        entry = str(launch.get("entry", ""))
+        if not entry.endswith(".py"):
+            continue
+        if mount:
+            if not entry.startswith(mount.rstrip("/") + "/"):
+                continue
+            entry = os.path.relpath(entry, mount)
+        folder = os.path.dirname(entry)
+        listing = git(gdir, "ls-tree", "-r", "--name-only", item["commit"], "--", folder + "/")
+        names = [n for n in listing.decode().splitlines() if n.endswith(".py")]
+        if entry not in names:
+            continue
+        out += [entry, *[n for n in names[:PROJECT_SCRIPT_FILES] if n != entry]]
+    return list(dict.fromkeys(out))
 
 
 def submodule_mount(item: dict[str, Any]) -> str:

@@ -434,6 +434,10 @@ def _python_launches(
             context["overrides"] = tuple(launch.overrides)
         if launch.unresolved:
             context["unresolved"] = tuple(launch.unresolved)
+        if launch.from_argv and launch.parser_fields:
+            context["script_fields"] = dict(launch.parser_fields)
+        if launch.from_argv and script.config_copies:
+            context["script_copies"] = tuple(script.config_copies)
         where = f"{origin} -> python:{launch.line}" if python_text else f"{origin}:{launch.line}"
         if cmd is not None:
             where = f"{_where(cmd, ctx)} -> {os.path.basename(origin)}:{launch.line}"
@@ -489,6 +493,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
     argv = cmd.words[i + 1 :]
     found: str | None = None
     text: str | None = None
+    opened: PyScript | None = None  # the script, when it could be read
     virtual = ctx.script.files if ctx.script else {}
     for base in _bases(cmd, ctx):
         candidate = os.path.normpath(word if os.path.isabs(word) else str(base / word))
@@ -512,6 +517,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
             return inputs
         if script.others:
             return []
+        opened = script
     dotted = _dotted(word)
     for d in adapters.descriptors():
         matched = d.match_entry(dotted) if dotted else None
@@ -529,7 +535,7 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
                 lp = d.entry_payload(label, kept, ctx.base_dir, ctx.origin)
                 note = f"{word} is {d.name}'s known script {suffix}: read as {label}"
                 return [_make_input(d, lp, cmd, ctx, lost, empty, notes=(note,))]
-    return _assumed(cmd, i, ctx, word)
+    return _assumed(cmd, i, ctx, word, opened)
 
 
 def _marker_hits(d: AdapterDescriptor, argv: list[str]) -> list[str]:
@@ -559,10 +565,16 @@ def _sibling_hits(
     return 0, []
 
 
-def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | None:
+def _assumed(
+    cmd: Command, i: int, ctx: _Ctx, word: str, script: PyScript | None = None
+) -> list[AuditInput] | None:
     """An unknown script read as the main trainer of the library whose trainer options its
     arguments carry, or, when they carry none, whose options another launch of the same
-    script in the file carries."""
+    script in the file carries. ``script``: the script, when it could be read (it builds a
+    trainer the reader does not know): the options its own dataclasses add to its parser
+    (:attr:`.python.PyScript.parser_fields`, given to the reader as ``script_fields``,
+    accepted keys of the launch), the library config classes it binds to its own copies
+    (``script_copies``) and the trainer classes of its own it builds (``project_trainer``)."""
     argv = cmd.words[i + 1 :]
     for d in adapters.descriptors():
         if not d.argv_markers or not d.assumed_entry:
@@ -577,6 +589,14 @@ def _assumed(cmd: Command, i: int, ctx: _Ctx, word: str) -> list[AuditInput] | N
         lp = d.entry_payload(d.assumed_entry, kept, ctx.base_dir, ctx.origin)
         context = dict(lp.context)
         context["entry"] = word
+        if script is not None and script.parser_fields:
+            context["script_fields"] = dict(script.parser_fields)
+        if script is not None and script.config_copies:
+            context["script_copies"] = tuple(script.config_copies)
+        if script is not None and script.own_trainers:
+            context["project_trainer"] = ", ".join(
+                f"{cls} ({where})" for cls, where in script.own_trainers.items()
+            )
         context["assumed"] = (
             f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
             f"read as {d.assumed_entry}"

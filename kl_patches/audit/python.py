@@ -27,12 +27,15 @@ What cannot be resolved (``**kwargs`` built elsewhere, a value computed at run t
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kl_patches import adapters
 from kl_patches.adapters.base import PythonApi
+from kl_patches.audit.checkout_classes import checkout_class
 from kl_patches.audit.model import InputError
 from kl_patches.config import KLConfig
 
@@ -72,11 +75,13 @@ class _Config:
     unresolved: list[str] = field(default_factory=list)
     from_argv: bool = False
     line: int = 0
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class _Parser:
     classes: list[str]
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,6 +110,9 @@ class PyLaunch:
     """The KLConfig (``to_dict()``) of a kl-patches trainer or ``kl_patches.<lib>.apply``."""
     notes: list[str] = field(default_factory=list)
     """What the reader could not follow exactly."""
+    parser_fields: dict[str, str] = field(default_factory=dict)
+    """Fields of the script's own dataclasses that its parser reads from the command line
+    (name -> ``list``, ``bool`` or ``value``: how HfArgumentParser takes it, :func:`_kind`)."""
 
 
 @dataclass
@@ -125,6 +133,19 @@ class PyScript:
     """``config_path``/``config_name`` of its ``@hydra.main``, None when it has none."""
     notes: list[str]
     """What the reader could not follow exactly."""
+    own_trainers: dict[str, str] = field(default_factory=dict)
+    """``*Trainer`` classes the script builds that its checkout defines and no adapter names
+    (VLM-R1's ``VLMGRPOTrainer``, TRL's code copied onto transformers' ``Trainer``) ->
+    ``file:line`` of the class: what runs is the project's code, which no kl-patches patch
+    of the library's trainers reaches."""
+    config_copies: dict[str, str] = field(default_factory=dict)
+    """Library config class names (``GRPOConfig``) that the script's parser gets from a file
+    of its checkout, a project's copy, not the library's class -> ``file:line`` of the copy."""
+    parser_fields: dict[str, str] = field(default_factory=dict)
+    """Fields of the script's own dataclasses given to a command-line parser it builds
+    (``TrlParser((ScriptArguments, GRPOConfig, ModelConfig))`` with the script's own
+    ``ScriptArguments``): name -> how HfArgumentParser takes it (:func:`_kind`). A launch of
+    the script may pass them, whatever the library's own dataclasses declare."""
 
 
 def _apis() -> list[tuple[str, PythonApi]]:
@@ -165,6 +186,18 @@ class _Reader:
         """Names the marimo cells read so far return (what later cells take as parameters)."""
         self.config_defaults: dict[str, dict[str, Any]] = {}
         """Config subclass defined in the script -> the field defaults it sets."""
+        self.own_fields: dict[str, dict[str, str]] = {}
+        """Dataclass defined in the script -> its fields, inherited from the script's own
+        classes included (name -> :func:`_kind`)."""
+        self.parser_fields: dict[str, str] = {}
+        """Fields of the script's own dataclasses given to a parser it builds."""
+        self.from_imports: dict[str, tuple[str, int, str]] = {}
+        """Name bound by ``from MODULE import NAME`` -> (module, level of dots, name)."""
+        self.own_trainers: dict[str, str] = {}
+        """A trainer class of the project's own the script builds -> ``file:line``."""
+        self.config_copies: dict[str, str] = {}
+        """A library config class name whose class the parser gets is the project's own (a
+        copy in a checkout file) -> ``file:line`` of its definition."""
 
     # ------------------------------------------------------------------ walking
     def _tick(self) -> None:
@@ -246,6 +279,8 @@ class _Reader:
             module = node.module or ""
             self.imports.append(module)
             names = [(a.name, a.asname or a.name) for a in node.names]
+            for name, alias in names:
+                self.from_imports[alias] = (module, node.level, name)
         for lib, api in self.apis:
             for mod in (self.imports[-1], *[a.name for a in getattr(node, "names", [])]):
                 root = mod.split(".")[0]
@@ -308,10 +343,42 @@ class _Reader:
             if isinstance(node, ast.Name):
                 self.cell_names[node.id] = item
 
+    def _checkout(self, cls: str) -> tuple[ast.ClassDef, Path] | None:
+        """The definition of a class the script imports from a file of its checkout (not
+        from a library): :func:`.checkout_classes.checkout_class`; None otherwise."""
+        where = self.from_imports.get(cls)
+        if where is None or not os.path.isfile(self.origin):
+            return None
+        module, level, name = where
+        roots = {m for _, api in self.apis for m in api.modules}
+        if not level and module.split(".")[0] in roots:
+            return None
+        return checkout_class(Path(self.origin), module, level, name)
+
+    def _checkout_fields(self, cls: str) -> dict[str, str]:
+        """The fields of a dataclass the script imports from a file of its checkout. A library
+        config's name bound to such a class (a project's copy of ``GRPOConfig``) is noted in
+        :attr:`config_copies`: the parser gets the copy, not the library's class."""
+        found = self._checkout(cls)
+        if found is None:
+            return {}
+        node, path = found
+        if cls in self.configs:
+            self.config_copies[cls] = f"{path}:{node.lineno}"
+        return _declared(node)
+
     def _class(self, node: ast.ClassDef, env: dict[str, Any]) -> None:
         methods = tuple(
             s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
         )
+        parents = [_dotted(b).rsplit(".", 1)[-1] for b in node.bases]
+        if any(_dotted(d).rsplit(".", 1)[-1] == "dataclass" for d in node.decorator_list) or any(
+            p in self.own_fields for p in parents
+        ):
+            from_bases: dict[str, str] = {}
+            for base_name in reversed(parents):  # the first base wins, as in the MRO
+                from_bases.update(self.own_fields.get(base_name, {}))
+            self.own_fields[node.name] = {**from_bases, **_declared(node)}
         for base in node.bases:
             name = _dotted(base).rsplit(".", 1)[-1]
             if name in self.configs:  # a project's config dataclass extending GRPOConfig
@@ -668,7 +735,11 @@ class _Reader:
             for item in spec if isinstance(spec, (list, tuple)) else [spec]:
                 if isinstance(item, _ClassRef):
                     classes.append(item.name.rsplit(".", 1)[-1])
-            return _Parser(classes)
+            fields: dict[str, str] = {}
+            for cls in reversed(classes):
+                fields.update(self.own_fields.get(cls, {}) or self._checkout_fields(cls))
+            self.parser_fields.update(fields)
+            return _Parser(classes, fields)
         if isinstance(node.func, ast.Attribute):
             owner = self.expr(node.func.value, env)
             if isinstance(owner, _Parser) and short.startswith("parse"):
@@ -676,7 +747,11 @@ class _Reader:
                 for cls in owner.classes:
                     if cls in self.configs:
                         lib, label = self.configs[cls]
-                        parsed.append(_Config(lib, label, from_argv=True, line=node.lineno))
+                        parsed.append(
+                            _Config(
+                                lib, label, from_argv=True, line=node.lineno, fields=owner.fields
+                            )
+                        )
                     else:
                         parsed.append(_Unknown(f"{cls} from the command line"))
                 return tuple(parsed) if len(parsed) != 1 else parsed[0]
@@ -694,7 +769,21 @@ class _Reader:
             return _Unknown(f"{short} instance")
         if name in self.functions and isinstance(node.func, ast.Name):
             return self._function(self.functions[name], env, args, kwargs)
+        self._own_trainer(node, env)
         return _Unknown(what)
+
+    def _own_trainer(self, node: ast.Call, env: dict[str, Any]) -> None:
+        """Note a ``*Trainer`` class of the project's own that the script builds (called by
+        its name or through a variable bound to it, ``trainer_cls = VLMGRPOTrainer``),
+        imported from a file of its checkout: :attr:`own_trainers`."""
+        bound = env.get(node.func.id) if isinstance(node.func, ast.Name) else None
+        cls = (bound.name if isinstance(bound, _ClassRef) else _dotted(node.func)).rsplit(".")[-1]
+        known = (self.trainers, self.subclasses, self.others, self.kl_imports)
+        if not cls.endswith("Trainer") or any(cls in k for k in known):
+            return
+        found = self._checkout(cls)
+        if found is not None:
+            self.own_trainers.setdefault(cls, f"{found[1]}:{found[0].lineno}")
 
     def _klconfig(self, short: str, args: list[Any], kwargs: dict[str, Any], what: str) -> Any:
         if any(isinstance(a, _Unknown) for a in args) or any(
@@ -772,11 +861,63 @@ class _Reader:
                 overrides=overrides,
                 kl=kl,
                 notes=notes,
+                parser_fields=dict(cfg.fields),
             )
         )
 
     def _kl_based(self, name: str) -> bool:
         return any(name == alias for alias in self.kl_imports)
+
+
+LIST_TYPES = frozenset({"list", "List"})
+"""Annotations HfArgumentParser gives ``nargs="+"`` (a field whose type, ``Optional`` removed,
+is a subclass of ``list``: transformers hf_argparser.py ``_parse_dataclass_field``,
+``issubclass(origin_type, list)``, line 220 in 4.56.2)."""
+
+
+def _kind(annotation: ast.expr) -> str:
+    """How HfArgumentParser takes a dataclass field annotated ``annotation``: ``list`` (several
+    words, ``nargs="+"``), ``bool`` (``--name`` alone is True) or ``value`` (one word).
+    ``Optional[X]``, ``Union[X, None]`` and ``X | None`` are read as ``X``, as the parser does
+    (it drops ``NoneType`` from the union)."""
+    node = annotation
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "list[str]"
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return "value"
+    if isinstance(node, ast.Subscript) and _dotted(node.value).rsplit(".", 1)[-1] in (
+        "Optional",
+        "Union",
+    ):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        kept = [p for p in kept if _dotted(p) != "NoneType"]
+        node = kept[0] if len(kept) == 1 else node
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        parts = [node.left, node.right]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        node = kept[0] if len(kept) == 1 else node
+    head = node.value if isinstance(node, ast.Subscript) else node
+    name = _dotted(head).rsplit(".", 1)[-1]
+    if name in LIST_TYPES:
+        return "list"
+    return "bool" if name == "bool" else "value"
+
+
+def _declared(node: ast.ClassDef) -> dict[str, str]:
+    """The fields a dataclass body declares (annotated names, ``ClassVar`` left out) and how
+    the command-line parser takes each (:func:`_kind`)."""
+    out: dict[str, str] = {}
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            head = item.annotation
+            if isinstance(head, ast.Subscript):
+                head = head.value
+            if _dotted(head).rsplit(".", 1)[-1] == "ClassVar":
+                continue
+            out[item.target.id] = _kind(item.annotation)
+    return out
 
 
 def _bits(value: Any) -> int:
@@ -842,4 +983,7 @@ def read_python(text: str, origin: str) -> PyScript:
         patchers=list(reader.patchers),
         hydra=reader.hydra,
         notes=list(dict.fromkeys(reader.notes)),
+        parser_fields=dict(reader.parser_fields),
+        config_copies=dict(reader.config_copies),
+        own_trainers=dict(reader.own_trainers),
     )

@@ -402,12 +402,40 @@ def audit_input(
             f"unknown): {', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}"
         )
     entry = audit_reading(reading, inp.origin, inp.kind, notes, extra, ignored)
-    return dataclasses.replace(
+    entry = dataclasses.replace(
         entry,
         library_version=choice.version,
         version_source=choice.source,
         version_where=(choice.where + (f" {choice.spec}" if choice.spec else "")).strip(),
     )
+    return _without_refused_route(entry, inp)
+
+
+def _without_refused_route(entry: AuditEntry, inp: AuditInput) -> AuditEntry:
+    """``entry`` without its "with kl-patches" command where kl-patches' patch would refuse
+    this launch (a release outside its support, TRL 0.18's scoring order, unsloth's trainer):
+    the fix producer's own route (:func:`kl_patches.audit.fix.plan.producer`'s ``patched``)
+    decides, so the report never prints a command the launcher then refuses. A note says why."""
+    if not entry.fix_switch.startswith("kl-patches ") or inp.kl_config is not None:
+        return entry  # none, or another route (unsloth's own patch: kl_patches.adapters...)
+    if inp.library not in adapters.names():
+        return entry
+    from kl_patches.audit.fix.plan import producer
+
+    lib = producer(inp.library)
+    c = entry.reading.config
+    coef = c.coef if c.has_reward else c.loss_coef_value if c.has_loss else KLConfig().coef
+    try:
+        changes, _ = lib.patched(entry, inp, coef)
+    except (AuditError, ValueError):
+        return entry
+    if changes:
+        return entry
+    why = getattr(lib, "route_refusal", lambda e, i: None)(entry, inp) or (
+        f"{inp.library} {entry.library_version} is outside the patch's support"
+    )
+    note = f"no kl-patches route for this launch: {why}"
+    return dataclasses.replace(entry, fix_switch="", notes=(*entry.notes, note))
 
 
 def _library_of_object(obj: object) -> str | None:

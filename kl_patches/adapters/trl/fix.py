@@ -125,6 +125,19 @@ def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
     checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
     loss-side KL, which the fix does not write."""
+    version = entry.library_version or entry.reading.version
+    try:
+        on_018 = bool(version) and Version(str(version)).release[:2] == (0, 18)
+    except InvalidVersion:
+        on_018 = False
+    if on_018:
+        return legacy_refusal(version, KLConfig().coef)
+    own = [f for f in entry.findings if f.code == "trl.project_trainer"]
+    if own:  # the project's own trainer class: TRL's patched classes never run
+        return (
+            "the script trains the project's own trainer class, which neither the kl-patches "
+            "launcher nor kl_patches.trl.apply reaches (trl.project_trainer)"
+        )
     patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
     if "unsloth" in patchers and not _rloo(entry):
         return (

@@ -33,7 +33,7 @@ from .fieldsets import (
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
-from .versions import ABSENT_MEANS, GRPO_DEFAULTS, RLOO_DEFAULTS, SUPPORT
+from .versions import ABSENT_MEANS, GRPO_DEFAULTS, HOOKS_FROM, RLOO_DEFAULTS, SUPPORT
 
 COVERS = {
     "trl.kl_off": "kl_off",
@@ -113,7 +113,7 @@ def _findings(
                 + (" (GRPO's default since TRL 0.19)." if kind == "GRPO" else "."),
                 f"beta={KLConfig().coef!r}"
                 if kind == "RLOO"
-                else _switch(kind, s, KLConfig().coef),
+                else _switch(kind, s, KLConfig().coef, sem),
             )
         )
     if not patched and kind == "GRPO" and beta != 0.0:
@@ -146,7 +146,7 @@ def _findings(
                     "use_bias_correction_kl with importance_sampling_level='sequence' multiplies "
                     "each token's k3 by the sequence-mean ratio (TRL issue #6586), adding a "
                     "spurious gradient term; read as token weighting here.",
-                    f"use_bias_correction_kl=false or {_switch(kind, s, config.coef)}",
+                    f"use_bias_correction_kl=false or {_switch(kind, s, config.coef, sem)}",
                 )
             )
         if s["use_vllm"]:
@@ -176,7 +176,7 @@ def _findings(
                             for t in ("luspo", "dr_grpo")
                             if t in sem.grpo_aggregation
                         ]
-                        + [_switch(kind, s, config.coef)]
+                        + [_switch(kind, s, config.coef, sem)]
                     ),
                 )
             )
@@ -204,14 +204,21 @@ def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
     return (f"beta={_coef(s, config)!r}",) if kind == "RLOO" else ()
 
 
-def _switch(kind: str, s: dict[str, object], coef: float) -> str:
+def _switch(kind: str, s: dict[str, object], coef: float, sem: TrlSemantics | None = None) -> str:
     """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` where
-    GRPO would divide the KL-shaped reward by the group std."""
-    scaled = kind == "GRPO" and s.get("scale_rewards") not in ("none", False, None)
+    GRPO would divide the KL-shaped reward by the group std and the release has that field
+    (0.16 on), and ``--kl.reward_shape sequence`` where the patch runs the KL as a reward
+    function (before 0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
+    sem = sem or semantics()
+    has_scale = not sem.accepted or "scale_rewards" in sem.accepted
+    scaled = kind == "GRPO" and has_scale and s.get("scale_rewards") not in ("none", False, None)
     extra = "--scale_rewards none" if scaled and isinstance(s["scale_rewards"], str) else ""
     if scaled and not extra:
         extra = "--scale_rewards false"
-    return launcher_command("trl", KLConfig.parse("k1-in-reward", coef=coef), kind, extra)
+    config = KLConfig.parse("k1-in-reward", coef=coef)
+    if kind == "GRPO" and Version(sem.release) < Version(HOOKS_FROM):
+        config = config.replace(reward_shape="sequence")
+    return launcher_command("trl", config, kind, extra)
 
 
 def _context_findings(
@@ -277,6 +284,9 @@ def read(
     unresolved: tuple[str, ...] = (),
     assumed: str = "",
     config_file: bool = False,
+    script_fields: dict[str, str] | None = None,
+    script_copies: tuple[str, ...] = (),
+    project_trainer: str = "",
     **_: Any,
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
@@ -294,11 +304,32 @@ def read(
     (:mod:`.unsloth_facts`). ``config_file``: the dict is a YAML config file given to TrlParser
     (``--config``), whose keys no dataclass declares TrlParser before 0.19.0 ignores (a
     warning, not a refusal; :data:`FROM_CONFIG` marks such keys of a command line's file).
+    ``script_fields``: the fields of the launched script's own dataclasses that its parser
+    reads (:attr:`kl_patches.audit.python.PyScript.parser_fields`), accepted keys of this
+    launch (:func:`_own_fields`); ``script_copies``: TRL config class names the script binds
+    to its own copy (a file of its checkout), whose fields are in ``script_fields``;
+    ``project_trainer``: the trainer classes of the project's own that the script builds (a
+    ``trl.project_trainer`` warning).
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
+    if project_trainer:
+        extra_findings.append(
+            Finding(
+                "trl.project_trainer",
+                "warning",
+                f"The script trains {project_trainer}: a trainer class of the project's own, "
+                "not TRL's. It is read here as TRL's GRPOTrainer with the launch's options; "
+                "what runs is the project's code, which kl-patches' TRL patch (it replaces "
+                "the KL of TRL's trainers) does not reach, so no kl-patches fix applies: "
+                "change the KL in that class's own code.",
+            )
+        )
     if isinstance(source, dict) and KL_BLOCK in source:  # kl: {coef: ...} as kl_* keys
         source = flatten_kl_block(source)
+    own: frozenset[str] = frozenset()
+    if isinstance(source, dict):
+        source, own = _own_fields(source, script_fields or {})
     if isinstance(source, dict) and STRAY in source:
         stray = [str(w) for w in source[STRAY]]
         source = {k: v for k, v in source.items() if k != STRAY}
@@ -316,7 +347,7 @@ def read(
     if isinstance(source, dict) and BARE in source:
         bare = [str(w) for w in source[BARE]]
         source = {k: v for k, v in source.items() if k != BARE}
-        extra_findings += _bare_flags(source, bare, sem)
+        extra_findings += _bare_flags(source, bare, sem, own, script_copies)
     if isinstance(source, dict):
         from_file = frozenset(source.get(FROM_CONFIG) or ())
         source = {k: v for k, v in source.items() if k != FROM_CONFIG}
@@ -325,7 +356,7 @@ def read(
         ppo = str(source.get("trainer", "")).lower() == "ppo"
         # PPOTrainer on a release without it is read as its last release: fields too
         fields_at = semantics(PPO_LAST_RELEASE) if ppo and not sem.ppo else sem
-        source, refused = _refuse(source, fields_at, unresolved, from_file)
+        source, refused = _refuse(source, fields_at, unresolved, from_file, own)
         extra_findings += refused
     if isinstance(source, dict) and str(source.get("trainer", "")).lower() == "ppo":
         return _read_ppo(
@@ -387,7 +418,7 @@ def read(
         # the TRL patch refuses unsloth's trainer: its own loss-side patch is the change
         switch=unsloth_facts.patch_advice(config, s)
         if unsloth
-        else _switch(kind, s, _coef(s, config)),
+        else _switch(kind, s, _coef(s, config), sem),
     )
 
 
@@ -408,14 +439,16 @@ def _refuse(
     sem: TrlSemantics,
     unresolved: tuple[str, ...] = (),
     from_file: frozenset[str] = frozenset(),
+    own: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[Finding]]:
     """``source`` without the keys the release refuses, and the error finding naming them.
     ``unresolved`` keys (set to a value the script computes at run time) are judged too: the
     release refuses the name whatever its value. ``from_file``: keys of a ``--config`` YAML,
-    which a release before 0.19.0 ignores instead (a warning; the reading leaves them out)."""
+    which a release before 0.19.0 ignores instead (a warning; the reading leaves them out).
+    ``own``: fields of the launched script's own dataclasses, which its parser accepts."""
     keys = [
         k for k in [*source, *unresolved] if isinstance(k, str) and k.isidentifier()
-        and k != "trainer" and k not in KL_KEYS and k != MONITOR_FIELD
+        and k != "trainer" and k not in KL_KEYS and k != MONITOR_FIELD and k not in own
     ]  # fmt: skip
     keys = list(dict.fromkeys(keys))
     findings = _refuse_gone(keys, sem)
@@ -464,16 +497,61 @@ def _refuse(
     return {k: v for k, v in source.items() if k not in dropped}, [finding, *findings]
 
 
-def _bare_flags(source: dict[str, Any], bare: list[str], sem: TrlSemantics) -> list[Finding]:
+def _own_fields(
+    source: dict[str, Any], fields: dict[str, str]
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """``source`` as the launched script's own parser reads it, and the keys its own
+    dataclasses declare.
+
+    A script that builds its parser from dataclasses it defines (``TrlParser((
+    GRPOScriptArguments, GRPOConfig, ModelConfig))`` with its own ``GRPOScriptArguments``) gets
+    their fields as options besides TRL's: HfArgumentParser adds one option per field of every
+    dataclass it is given (transformers hf_argparser.py ``_add_dataclass_arguments`` ->
+    ``_parse_dataclass_field``). A ``list`` field takes every word up to the next flag
+    (``nargs="+"``: ``--reward_funcs accuracy format``), so those words are its values, not
+    stray ones. A field TRL's dataclasses also declare keeps TRL's meaning (the reading below
+    reads it as TRL's). Keys come from the command line only: ``AFTER`` is argv_dict's."""
+    after = source.get(AFTER) or {}
+    out = {k: v for k, v in source.items() if k != AFTER}
+    if not fields:
+        return out, frozenset()
+    taken: list[str] = []
+    for name, words in after.items():
+        if fields.get(name) == "list" and name in out:
+            out[name] = [out[name], *(_scalar(w, name) for w in words)]
+            taken += words
+    if taken and STRAY in out:
+        stray = list(out[STRAY])
+        for word in taken:
+            stray.remove(word)
+        out = {k: v for k, v in out.items() if k != STRAY}
+        if stray:
+            out[STRAY] = stray
+    return out, frozenset(fields)
+
+
+def _bare_flags(
+    source: dict[str, Any],
+    bare: list[str],
+    sem: TrlSemantics,
+    own: frozenset[str] = frozenset(),
+    copies: tuple[str, ...] = (),
+) -> list[Finding]:
     """The error finding for flags given without a value whose field needs one (argparse:
-    "argument --NAME: expected one argument"); the reading keeps them as True."""
+    "argument --NAME: expected one argument"); the reading keeps them as True. A field of the
+    script's own dataclasses (``own``) is not judged here; a TRL config class the script
+    replaces by its own copy (``copies``, VLM-R1's ``GRPOConfig`` on ``TrainingArguments``)
+    is not consulted: a field the copy does not declare is transformers' (``bf16: bool =
+    False``, a bare flag is True), not the field TRL's class redeclares."""
     if sem.older_than_recorded:
         return []
     trainer = str(source.get("trainer", "grpo")).lower()
-    own = {"rloo": "RLOOConfig", "ppo": "PPOConfig"}.get(trainer, "GRPOConfig")
-    classes = (own, "ModelConfig", "ScriptArguments")
+    config = {"rloo": "RLOOConfig", "ppo": "PPOConfig"}.get(trainer, "GRPOConfig")
+    classes = tuple(c for c in (config, "ModelConfig", "ScriptArguments") if c not in copies)
     refused: list[str] = []
     for name in bare:
+        if name in own:
+            continue
         judged = needs_value(sem.release, name, classes)
         if judged is not None and judged[0]:
             refused.append(f"--{name} ({judged[1]})")
@@ -734,6 +812,10 @@ FROM_CONFIG = "__config_file_keys__"
 STRAY = "__unused_arguments__"
 """Key of :func:`argv_dict`'s mapping for the words no flag takes (HfArgumentParser refuses
 them: "Some specified arguments are not used by the HfArgumentParser")."""
+AFTER = "__words_after_flag__"
+"""Key of :func:`argv_dict`'s mapping: flag -> the words after its value (part of
+:data:`STRAY`), which a list field of a script's own dataclass takes as further values
+(HfArgumentParser gives such a field ``nargs="+"``; :func:`_own_fields`)."""
 
 
 def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> dict[str, Any]:
@@ -743,9 +825,12 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
     flags: dict[str, Any] = {}
     stray: list[str] = []
     bare: list[str] = []
+    after: dict[str, list[str]] = {}
     for name, inline, following in long_options(argv):
         value = inline if inline is not None else (following[0] if following else "true")
         stray += following[1:] if inline is None else following
+        if inline is None and len(following) > 1:
+            after[name] = following[1:]
         if inline is None and not following and name != "config":
             bare.append(name)
         if name == "config":
@@ -758,6 +843,8 @@ def argv_dict(argv: list[str], trainer: str | None, base_dir: Path | None) -> di
         out[FROM_CONFIG] = from_file
     if stray:
         out[STRAY] = stray
+        if after:
+            out[AFTER] = after
     if bare:
         out[BARE] = bare
     if trainer is not None:

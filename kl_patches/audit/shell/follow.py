@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 
 _SCRIPT_DIR_IDIOM = re.compile(
     r"^\s*(?:dirname\s+(?:--\s+)?(?P<a>\S+)"
-    r"|cd\s+(?:--\s+)?\"?\$\(\s*dirname\s+(?:--\s+)?(?P<b>\S+?)\s*\)\"?"
+    r"|cd\s+(?:--\s+)?\"?\$\(\s*dirname\s+(?:--\s+)?(?P<b>\S+?)\s*\)(?P<up>(?:/\.\.)*)/?\"?"
     r"(?:\s*&>\s*/dev/null|\s*>\s*/dev/null(?:\s*2>&1)?)?\s*(?:&&|;)\s*pwd(?:\s+-P)?)\s*$"
 )
+"""``$(dirname X)``, ``$(cd "$(dirname X)" && pwd)`` and ``$(cd "$(dirname X)/.." && pwd)``
+(``up``: the ``/..`` parts, each one folder up from X's folder: the repository root of a
+script kept in a subfolder, VLM-R1's ``run_scripts/``)."""
 _SELF = re.compile(r'^"?\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)"?$')
 
 
@@ -225,6 +228,11 @@ def path_for_write(interp: Interpreter, target: str, w: World) -> str | None:
     return os.path.normpath(os.path.join(base, target)) if base else None
 
 
+def _up(folder: str, levels: int) -> str:
+    """``folder`` followed by ``levels`` ``/..`` parts, normalised (``cd`` resolves ``..``)."""
+    return os.path.normpath(os.path.join(folder, *[".."] * levels)) if levels else folder
+
+
 def substitution(
     interp: Interpreter, inner: str, w: World, literal: str
 ) -> tuple[str | None, Taint]:
@@ -233,11 +241,12 @@ def substitution(
     m = _SCRIPT_DIR_IDIOM.match(text)
     if m:
         target = (m.group("a") or m.group("b") or "").strip()
+        up = (m.group("up") or "").count("..")
         if _SELF.match(target) and interp.script_dir is not None:
-            return interp.script_dir, Taint()
+            return _up(interp.script_dir, up), Taint()
         value, taint = interp.expand_string(target, w)
         if not taint.undecidable and value and "$(" not in value:
-            return os.path.dirname(value) or ".", Taint()
+            return _up(os.path.dirname(value) or ".", up), Taint()
         return None, taint
     m = re.fullmatch(r"(basename|realpath|readlink\s+-f)\s+(?:--\s+)?(\S+)", text)
     if m and _SELF.match(m.group(2)) and interp.script_path:

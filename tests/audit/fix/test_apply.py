@@ -193,3 +193,25 @@ def test_a_plus_on_a_key_the_config_has_is_dropped(tmp_path: Path) -> None:
     (entry,) = fix.after
     assert entry.status not in ("biased", "error")
     assert (entry.reading.config.estimator, entry.reading.config.placement) == ("k1", "reward")
+
+
+def test_a_named_estimator_on_a_release_with_the_k3_switch_is_removed(tmp_path: Path) -> None:
+    """OpenRLHF 0.6.0 selects k3 with --use_kl_estimator_k3 and refuses --kl_estimator
+    (0.6.0.post1 on): the fix removes the refused flag with the KL loss (k1 in the reward is
+    what runs without it), and the re-audit is clean."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain m --init_kl_coef 0.01 --use_kl_loss "
+        "--kl_estimator k3\n"
+    )
+    (before,) = audit(str(path), version="openrlhf=0.6.0")
+    assert "openrlhf.flag_rejected" in {f.code for f in before.findings}
+    fix = fix_file(path, versions={"openrlhf": "0.6.0"})
+    assert fix.problems == [] and fix.changed
+    words = fix.new_text.split()
+    assert "--kl_estimator" not in words and "k3" not in words and "--use_kl_loss" not in words
+    assert "--use_kl_estimator_k3" not in words and words[:7] == [
+        "python3", "-m", "openrlhf.cli.train_ppo_ray", "--pretrain", "m", "--init_kl_coef", "0.01"
+    ]  # fmt: skip
+    (entry,) = fix.after
+    assert entry.status not in ("biased", "error")

@@ -26,6 +26,20 @@ def test_script_directory_idioms(idiom: str) -> None:
     assert other.commands[-1].words == ["run", "$(date +%s)"]
 
 
+@pytest.mark.parametrize(
+    "idiom",
+    [
+        '"$( cd "$( dirname "${BASH_SOURCE[0]}" )/.." && pwd )"',
+        '$(cd "$(dirname "$0")/../.." && pwd)',
+    ],
+)
+def test_script_directory_parent_idioms(idiom: str) -> None:
+    """``$(cd "$(dirname X)/.." && pwd)``: a folder above the script's, one per ``/..``."""
+    script = parse_script(f"ROOT={idiom}\nrun $ROOT/x.py\n", script_dir="/repo/a/run_scripts")
+    up = idiom.count("..")
+    assert script.commands[-1].words == ["run", "/repo/a/x.py" if up == 1 else "/repo/x.py"]
+
+
 def test_here_documents_bash_c_eval_source_and_cd(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "env.sh").write_text("FROM_SOURCE=yes\n")
