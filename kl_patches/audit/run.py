@@ -420,9 +420,7 @@ def _without_refused_route(entry: AuditEntry, inp: AuditInput) -> AuditEntry:
         return entry  # none, or another route (unsloth's own patch: kl_patches.adapters...)
     if inp.library not in adapters.names():
         return entry
-    from kl_patches.audit.fix.plan import producer
-
-    lib = producer(inp.library)
+    lib = importlib.import_module(f"kl_patches.adapters.{inp.library}.fix")  # fix.plan.producer
     c = entry.reading.config
     coef = c.coef if c.has_reward else c.loss_coef_value if c.has_loss else KLConfig().coef
     try:

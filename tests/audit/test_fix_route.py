@@ -50,7 +50,8 @@ def test_verl_outside_the_patch_support_prints_no_launcher(tmp_path: Path) -> No
     path = tmp_path / "run.sh"
     path.write_text(
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
-        "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_type=low_var_kl\n",
+        "actor_rollout_ref.actor.use_kl_loss=True "
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl\n",
         encoding="utf-8",
     )
     (old,) = audit(path, version="verl=0.3.0")

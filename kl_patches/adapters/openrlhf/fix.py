@@ -104,7 +104,7 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
         return []
     from kl_patches.adapters.openrlhf.translate import renames
 
-    out = []
+    out = _named_estimator(finding, entry, inp)
     for text in renames(inp.payload, entry.library_version or ""):
         old, _, new = text.partition(" -> ")
         if " " in new:  # --use_kl_estimator_k3 -> --algo.kl.estimator k3: k1 is the fix
@@ -112,6 +112,27 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
         else:
             out.append(Change("rename", "argparse", old, new_key=new, reason=finding.code))
     return out
+
+
+def _named_estimator(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
+    """A refused ``--kl_estimator``/``--algo.kl.estimator`` on a release that selects k3 with
+    the switch ``--use_kl_estimator_k3`` (0.5.0-0.6.0) is removed: the reading leaves it out
+    (k1, the default), which is what the KL fix writes for, as the switch is removed on the
+    releases that refuse it."""
+    from kl_patches.adapters.openrlhf.semantics import semantics
+
+    try:
+        switch = semantics(entry.library_version or None).estimator_switch
+    except ValueError:
+        return []
+    if not switch or not isinstance(inp.payload, (list, tuple)):
+        return []
+    names = {str(w).partition("=")[0] for w in inp.payload}
+    return [
+        Change("unset", "argparse", flag, reason=finding.code)
+        for flag in ("--kl_estimator", "--algo.kl.estimator")
+        if flag in names and flag in finding.message
+    ]
 
 
 def drop_refused(changes: list[Change], after: AuditEntry) -> tuple[list[Change], bool]:

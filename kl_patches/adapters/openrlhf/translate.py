@@ -117,10 +117,6 @@ def renames(payload: object, release: str) -> tuple[str, ...]:
             new = "--algo.kl.estimator k3" if dotted else "--kl_estimator k3"
             out.append(f"--{name} -> {new}")
             continue
-        if name in ("kl_estimator", "algo.kl.estimator") and _estimator_switch(release):
-            # 0.5.0-0.6.0 select k3 with a switch (k1 otherwise): no flag takes a name
-            out.append(f"--{name} -> --use_kl_estimator_k3 (k3; k1 is the default)")
-            continue
         flag = _BY_NAME.get(name)
         if flag is None or flag.flat is None:
             continue
@@ -129,16 +125,6 @@ def renames(payload: object, release: str) -> tuple[str, ...]:
         elif not dotted and name == flag.dotted:
             out.append(f"--{name} -> --{flag.flat}")
     return tuple(dict.fromkeys(out))
-
-
-def _estimator_switch(release: str) -> bool:
-    """Whether ``release`` selects the estimator with ``--use_kl_estimator_k3`` (0.5.0-0.6.0)."""
-    from .semantics import semantics
-
-    try:
-        return bool(semantics(release).estimator_switch)
-    except ValueError:
-        return False
 
 
 def convert_value(flag: Flag, name: str, values: list[str]) -> object:
