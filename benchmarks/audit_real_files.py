@@ -353,7 +353,8 @@ def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]
     """(repository path, mode, blob) of the YAML files of the Hydra config folder of each
     recipe or experimental verl trainer the file launches (``<module's folder>/config/``, the
     ``config_path`` of its ``@hydra.main``), or of a verl config file's own folder (the
-    configs its ``defaults`` name): a user's checkout has them, and the audit composes them to
+    configs its ``defaults`` name), and a trainer script run by path with its ``config/``
+    folder (added in issue 38): a user's checkout has them, and the audit composes them to
     know the keys the launch's overrides may name (issue 33). verl's own
     ``verl/trainer/config`` is not written: the audit reads the release's recorded config."""
     if item["library"] != "verl":
@@ -362,8 +363,20 @@ def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]
     folders: list[str] = []
     if item["kind"] == "yaml":
         folders.append(os.path.dirname(item["path"]) or ".")
+    scripts: list[str] = []
     for launch in item.get("launches", []):
         entry = str(launch.get("entry", ""))
+        if entry.endswith(".py") and not os.path.isabs(entry):
+            # a trainer script run by path (verl 0.2's examples/split_placement/main_ppo_split.py,
+            # @hydra.main(config_path="config")): the script and its config/ folder (issue 38)
+            script = os.path.normpath(Path(launch.get("cwd") or ".", entry))
+            if mount:
+                if not script.startswith(mount.rstrip("/") + "/"):
+                    continue
+                script = os.path.relpath(script, mount)
+            scripts.append(script)
+            folders.append(os.path.join(os.path.dirname(script), "config"))
+            continue
         if not re.fullmatch(r"[A-Za-z_][\w.]*", entry) or entry.startswith("verl.trainer."):
             continue
         rel = os.path.normpath(Path(launch.get("cwd") or ".", *entry.split(".")[:-1], "config"))
@@ -373,6 +386,12 @@ def entry_configs(gdir: Path, item: dict[str, Any]) -> list[tuple[str, str, str]
             rel = os.path.relpath(rel, mount)
         folders.append(rel)
     out: list[tuple[str, str, str]] = []
+    for script in dict.fromkeys(scripts):
+        for line in git(gdir, "ls-tree", item["commit"], "--", script).decode().splitlines():
+            meta, name = line.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob":
+                out.append((name, mode, sha))
     for rel in dict.fromkeys(folders):
         listing = git(gdir, "ls-tree", "-r", item["commit"], "--", rel + "/")
         for line in listing.decode().splitlines():
