@@ -163,6 +163,10 @@ CAUSES = (
     ),
     ("_not_in_version", "refused by its release before any fix (entry point not in that release)"),
     ("kl_loss_sign_bug", "vendored copy with the KL-loss sign bug: reported whatever the switches"),
+    (
+        "project's own trainer class",
+        "the project's own trainer class (a copy of TRL's code): no TRL option or patch reaches it",
+    ),
     ("drops_kl", "the trainer drops the KL itself: the user's choice of algorithm"),
     ("entry_drops", "the trainer drops the KL itself: the user's choice of algorithm"),
     ("not supported yet", "Python or JSON file: no writer here"),
