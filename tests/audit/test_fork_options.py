@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from kl_patches.audit import AuditEntry, audit
-from kl_patches.audit import versions as audit_versions
 from kl_patches.audit.findings import VERSION_RANGE_DIFFERS
 from kl_patches.audit.fix.apply import fix_file, write_fix
 from tests.audit.fork_copy import checkout, fork_cli
@@ -33,14 +32,7 @@ LAUNCH = (
 """A launch passing the fork's own ``--group_method``."""
 
 
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Detection must not see this environment's packages (an adapter session installs one)."""
-
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _rag(tmp_path: Path, launch: str = LAUNCH, **defaults: object) -> Path:

@@ -18,15 +18,8 @@ from pathlib import Path
 import pytest
 
 from kl_patches.audit import AuditEntry, AuditError, audit
-from kl_patches.audit import versions as audit_versions
 
-
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _repo(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -16,7 +16,6 @@ import pytest
 
 from kl_patches.adapters.verl.config_groups import missing_groups
 from kl_patches.audit import AuditEntry, audit
-from kl_patches.audit import versions as audit_versions
 from kl_patches.audit.yaml_inputs import compose
 
 pytest.importorskip("yaml")
@@ -57,12 +56,7 @@ data:
 """
 
 
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _project(tmp_path: Path, launched: str = "defaults:\n  - base\n") -> Path:

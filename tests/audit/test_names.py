@@ -75,14 +75,7 @@ num_generations: 8
 """An open-r1 GRPO recipe with ``max_prompt_length`` (not a GRPOConfig field in TRL 1.16)."""
 
 
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Detection must not see this environment's packages."""
-
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _repo(tmp_path: Path, files: dict[str, str]) -> Path:

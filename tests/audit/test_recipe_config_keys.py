@@ -16,18 +16,12 @@ from pathlib import Path
 import pytest
 
 from kl_patches.audit import AuditEntry, audit
-from kl_patches.audit import versions as audit_versions
 from kl_patches.audit.yaml_inputs import compose
 
 pytest.importorskip("yaml")
 
 
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

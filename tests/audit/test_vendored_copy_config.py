@@ -16,15 +16,8 @@ import pytest
 
 from kl_patches.adapters.verl.vendored import read_code
 from kl_patches.audit import AuditEntry, audit
-from kl_patches.audit import versions as audit_versions
 
-
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 CORE_ALGOS = """\

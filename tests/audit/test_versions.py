@@ -47,15 +47,7 @@ OPENRLHF_FLAT = "python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.02 --use
 """An OpenRLHF launch with pre-0.10.2 flat flag names (k1 in the loss at 0.02)."""
 
 
-@pytest.fixture(autouse=True)
-def _nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Detection must not see this environment's packages (the adapter sessions install one);
-    ``importlib.metadata.version`` is what both the detection and VersionSupport ask."""
-
-    def missing(name: str) -> str:
-        raise audit_versions.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(audit_versions.metadata, "version", missing)
+pytestmark = pytest.mark.usefixtures("nothing_installed")
 
 
 def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
