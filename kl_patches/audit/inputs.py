@@ -528,7 +528,10 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
             context["assumed"] = "it follows the pattern of the library's trainers"
             lp = LaunchPayload(lp.payload, lp.notes, lp.kl_config, context, lp.findings)
             return [_make_input(d, lp, cmd, ctx, lost, empty)]
-    for d in adapters.descriptors():
+    # a known script's path, unless the file opened builds a trainer class of the project's
+    # own (R1-V's src/open_r1/grpo.py, open-r1's path, trains Qwen2VLGRPOTrainer)
+    known = () if opened is not None and opened.own_trainers else adapters.descriptors()
+    for d in known:
         for suffix, label in d.scripts.items():
             if word.replace("\\", "/").endswith(suffix):
                 kept, lost, empty = _drop_unknown(cmd, i + 1)
@@ -583,7 +586,8 @@ def _assumed(
         sibling = 0
         if not hits:
             sibling, hits = _sibling_hits(d, cmd, word, ctx)
-        if not hits:
+        own = script is not None and script.own_trainers and d.name in script.libraries
+        if not hits and not own:
             continue
         kept, lost, empty = _drop_unknown(cmd, i + 1)
         lp = d.entry_payload(d.assumed_entry, kept, ctx.base_dir, ctx.origin)
@@ -598,8 +602,11 @@ def _assumed(
                 f"{cls} ({where})" for cls, where in script.own_trainers.items()
             )
         context["assumed"] = (
-            f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it is "
+            f"it imports {d.name} and trains a trainer class of the project's own, so it is "
             f"read as {d.assumed_entry}"
+            if not hits
+            else f"its arguments carry {d.name} trainer options ({', '.join(hits[:3])}), so it "
+            f"is read as {d.assumed_entry}"
             if not sibling
             else f"its launch at line {sibling} in this file carries {d.name} trainer options "
             f"({', '.join(hits[:3])}), so this launch of the same script is read as "

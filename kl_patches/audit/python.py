@@ -67,6 +67,15 @@ class _ClassRef:
     name: str
 
 
+class _Classes(_Unknown):
+    """One of several classes, chosen under a condition the reader cannot decide
+    (``A if use_vllm else B``): unknown as a value, but a call of it builds one of them."""
+
+    def __init__(self, why: str, options: tuple[_ClassRef, ...]) -> None:
+        super().__init__(why)
+        self.options = options
+
+
 @dataclass
 class _Config:
     library: str
@@ -591,6 +600,9 @@ class _Reader:
         if isinstance(node, ast.IfExp):
             test = self.expr(node.test, env)
             if isinstance(test, (_Unknown, _ClassRef)):
+                branches = (self.expr(node.body, env), self.expr(node.orelse, env))
+                if all(isinstance(b, _ClassRef) for b in branches):
+                    return _Classes(ast.unparse(node)[:60], branches)  # type: ignore[arg-type]
                 return _Unknown(ast.unparse(node)[:60])
             return self.expr(node.body if test else node.orelse, env)
         for child in ast.iter_child_nodes(node):
@@ -774,16 +786,28 @@ class _Reader:
 
     def _own_trainer(self, node: ast.Call, env: dict[str, Any]) -> None:
         """Note a ``*Trainer`` class of the project's own that the script builds (called by
-        its name or through a variable bound to it, ``trainer_cls = VLMGRPOTrainer``),
-        imported from a file of its checkout: :attr:`own_trainers`."""
+        its name or through a variable bound to it, ``trainer_cls = VLMGRPOTrainer``, or to
+        one of several under an undecided condition, each the project's own), imported from a
+        file of its checkout: :attr:`own_trainers`."""
         bound = env.get(node.func.id) if isinstance(node.func, ast.Name) else None
-        cls = (bound.name if isinstance(bound, _ClassRef) else _dotted(node.func)).rsplit(".")[-1]
+        if isinstance(bound, _Classes):  # every class it may be must be the project's own
+            names = [c.name.rsplit(".")[-1] for c in bound.options]
+        else:
+            names = [(bound.name if isinstance(bound, _ClassRef) else _dotted(node.func))]
+        own: dict[str, str] = {}
         known = (self.trainers, self.subclasses, self.others, self.kl_imports)
-        if not cls.endswith("Trainer") or any(cls in k for k in known):
-            return
-        found = self._checkout(cls)
-        if found is not None:
-            self.own_trainers.setdefault(cls, f"{found[1]}:{found[0].lineno}")
+        for cls in (n.rsplit(".")[-1] for n in names):
+            if "Trainer" not in cls or any(cls in k for k in known):
+                return
+            found = self._checkout(cls)
+            bases = [] if found is None else [_dotted(b) for b in found[0].bases]
+            if found is None or not (
+                cls.endswith("Trainer") or any(b.endswith("Trainer") for b in bases)
+            ):
+                return  # R1-V's ``Qwen2VLGRPOVLLMTrainerModified(Trainer)`` is one
+            own[cls] = f"{found[1]}:{found[0].lineno}"
+        for cls, where in own.items():
+            self.own_trainers.setdefault(cls, where)
 
     def _klconfig(self, short: str, args: list[Any], kwargs: dict[str, Any], what: str) -> Any:
         if any(isinstance(a, _Unknown) for a in args) or any(

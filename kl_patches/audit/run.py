@@ -415,7 +415,8 @@ def _without_refused_route(entry: AuditEntry, inp: AuditInput) -> AuditEntry:
     """``entry`` without its "with kl-patches" command where kl-patches' patch would refuse
     this launch (a release outside its support, TRL 0.18's scoring order, unsloth's trainer):
     the fix producer's own route (:func:`kl_patches.audit.fix.plan.producer`'s ``patched``)
-    decides, so the report never prints a command the launcher then refuses. A note says why."""
+    decides, so the report never prints a command the launcher then refuses, in its fix line
+    or a finding's. A note says why."""
     if not entry.fix_switch.startswith("kl-patches ") or inp.kl_config is not None:
         return entry  # none, or another route (unsloth's own patch: kl_patches.adapters...)
     if inp.library not in adapters.names():
@@ -433,7 +434,15 @@ def _without_refused_route(entry: AuditEntry, inp: AuditInput) -> AuditEntry:
         f"{inp.library} {entry.library_version} is outside the patch's support"
     )
     note = f"no kl-patches route for this launch: {why}"
-    return dataclasses.replace(entry, fix_switch="", notes=(*entry.notes, note))
+    findings = tuple(
+        dataclasses.replace(f, fix="") if _kl_patches_route(f.fix) else f for f in entry.findings
+    )
+    return dataclasses.replace(entry, fix_switch="", findings=findings, notes=(*entry.notes, note))
+
+
+def _kl_patches_route(fix: str) -> bool:
+    """A fix string that runs the launch through kl-patches (its launcher or module)."""
+    return fix.startswith(("kl-patches ", "python -m kl_patches", "python3 -m kl_patches"))
 
 
 def _library_of_object(obj: object) -> str | None:

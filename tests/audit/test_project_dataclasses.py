@@ -127,6 +127,62 @@ def test_a_trainer_class_of_the_projects_own_is_a_warning(tmp_path: Path) -> Non
     assert "ProjectTrainer" in warning and "trainer.py:4" in warning
     (plain,) = audit(_project(tmp_path / "alone", with_script=False), version="trl=0.17.0")
     assert "trl.project_trainer" not in _codes(plain)
+    # no line of the report offers kl-patches' launcher, which does not reach that class (on
+    # 0.14 the token-mean finding has a fix of its own)
+    (old,) = audit(_project(tmp_path / "old"), version="trl=0.14.0")
+    assert "trl.token_mean_loss" in _codes(old)
+    assert not old.fix_switch
+    assert all("kl-patches" not in f.fix for f in old.findings), [f.fix for f in old.findings]
+
+
+def test_a_trainer_class_chosen_under_an_undecided_condition_is_the_projects_own(
+    tmp_path: Path,
+) -> None:
+    """``cls = A if flag else B`` with a flag the reader cannot decide: a warning when A and B
+    are both the project's own, none when one of them is TRL's trainer (it may run)."""
+    for other, own in (("VllmProjectTrainerModified", True), ("GRPOTrainer", False)):
+        launch = _project(tmp_path / other)
+        script = launch.parents[1] / "project" / "src" / "pkg" / "train.py"
+        text = script.read_text().replace(
+            "    trainer = ProjectTrainer(",
+            f"    cls = ProjectTrainer if not training_args.use_vllm else {other}\n"
+            "    trainer = cls(",
+        )
+        text = text.replace("TrlParser\n", "TrlParser, GRPOTrainer\n").replace(
+            "ProjectTrainer\nfrom trl", "ProjectTrainer, VllmProjectTrainerModified\nfrom trl"
+        )
+        script.write_text(text)
+        trainer = script.parent / "trainer"
+        (trainer / "__init__.py").write_text(
+            "from .config import GRPOConfig\n"
+            "from .trainer import ProjectTrainer, VllmProjectTrainerModified\n"
+        )
+        (trainer / "trainer.py").write_text(
+            "from transformers import Trainer\n\n\nclass ProjectTrainer(Trainer):\n    pass\n"
+            "\n\nclass VllmProjectTrainerModified(Trainer):\n    pass\n"
+        )
+        (entry,) = audit(launch, version="trl=0.17.0")
+        warnings = _messages(entry, "trl.project_trainer")
+        if own:
+            (warning,) = warnings
+            assert "ProjectTrainer (" in warning and "VllmProjectTrainerModified (" in warning
+        else:
+            assert not warnings, warnings
+
+
+def test_a_project_script_at_a_known_scripts_path_is_read_as_the_project(tmp_path: Path) -> None:
+    """A script at open-r1's path ``src/open_r1/grpo.py`` that trains the project's own class
+    (R1-V's) is read as that project's, even with no TRL option on its command line."""
+    launch = _project(tmp_path)
+    src = launch.parents[1] / "project" / "src"
+    (src / "open_r1").mkdir()
+    (src / "pkg" / "train.py").rename(src / "open_r1" / "grpo.py")
+    text = LAUNCH.format(extra="").replace("src/pkg/train.py", "src/open_r1/grpo.py")
+    launch.write_text(text.replace("    --num_generations 8 \\\n    --beta 0.04\n", "    --bf16\n"))
+    assert "--beta" not in launch.read_text() and "--num_generations" not in launch.read_text()
+    (entry,) = audit(launch, version="trl=0.17.0")
+    assert "trl.project_trainer" in _codes(entry)
+    assert not entry.fix_switch
 
 
 def test_a_bare_flag_the_config_copy_inherits_is_transformers_boolean(tmp_path: Path) -> None:
