@@ -18,17 +18,9 @@ from pathlib import Path
 import pytest
 
 from kl_patches.audit import AuditEntry, AuditError, audit
+from tests.audit.repo_files import make_repo as _repo
 
 pytestmark = pytest.mark.usefixtures("nothing_installed")
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
 
 
 def _kl(entry: AuditEntry) -> tuple[tuple[str, float] | None, tuple[str, float] | None]:

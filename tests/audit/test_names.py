@@ -26,6 +26,7 @@ from kl_patches.audit.findings import VERSION_FROM_NAMES
 from kl_patches.audit.names import release_ranges
 from kl_patches.audit.report import render_plain
 from kl_patches.cli.audit import main
+from tests.audit.repo_files import make_repo as _repo
 
 OPENRLHF_FLAT = """\
 #!/bin/bash
@@ -76,15 +77,6 @@ num_generations: 8
 
 
 pytestmark = pytest.mark.usefixtures("nothing_installed")
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
 
 
 def _one(path: Path, version: str | None = None) -> AuditEntry:

@@ -16,6 +16,7 @@ import pytest
 
 from kl_patches.adapters.verl.vendored import read_code
 from kl_patches.audit import AuditEntry, audit
+from tests.audit.repo_files import make_repo as _repo
 
 pytestmark = pytest.mark.usefixtures("nothing_installed")
 
@@ -85,15 +86,6 @@ python3 -m verl.trainer.main_ppo \\
     actor_rollout_ref.actor.kl_loss_type=low_var_kl \\
     actor_rollout_ref.rollout.n=4
 """
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
 
 
 def _codes(entry: AuditEntry) -> set[str]:

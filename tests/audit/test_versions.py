@@ -33,6 +33,7 @@ from kl_patches.audit.findings import (
     VERSION_RANGE_DIFFERS,
 )
 from kl_patches.cli.audit import main
+from tests.audit.repo_files import make_repo as _repo
 
 GRPO_NO_BETA = "model_name_or_path: m\nlearning_rate: 1.0e-6\n"
 """A TRL GRPO config that leaves beta at the release's default."""
@@ -48,16 +49,6 @@ OPENRLHF_FLAT = "python3 -m openrlhf.cli.train_ppo_ray --init_kl_coef 0.02 --use
 
 
 pytestmark = pytest.mark.usefixtures("nothing_installed")
-
-
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 def _one(path: Path, version: str | None = None) -> AuditEntry:
