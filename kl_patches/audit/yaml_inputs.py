@@ -19,6 +19,7 @@ is imported or run, and the environment is not read (``${oc.env:X,d}`` is ``d``)
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,13 +115,16 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def find_config(name: str, dirs: list[Path]) -> Path | None:
-    """``name`` (without or with ``.yaml``) in the first of ``dirs`` that has it."""
+def find_config(
+    name: str, dirs: list[Path], accept: Callable[[Path], bool] = Path.is_file
+) -> Path | None:
+    """``name`` (without or with ``.yaml``) in the first of ``dirs`` that has it: a file, or
+    what ``accept`` takes (``Path.is_symlink``: a link whose target may be absent)."""
     stem = name[:-5] if name.endswith((".yaml", ".yml")) else name
     for d in dirs:
         for suffix in (".yaml", ".yml"):
             candidate = d / f"{stem}{suffix}"
-            if candidate.is_file():
+            if accept(candidate):
                 return candidate
     return None
 
@@ -235,7 +239,7 @@ def _compose_file(
         at = ".".join(p for p in (prefix, placed) if p)
         is_library = any(short.endswith(c) for c in library_configs) or name in library_configs
         if is_library:
-            link = _symlink(name, dirs)
+            link = find_config(name, dirs, Path.is_symlink)
             if link is not None:
                 out.linked[name.rsplit("/", 1)[-1]] = _folders(dirs)
         if target is None:
@@ -280,16 +284,6 @@ def _copy_file(path: Path) -> bool:
         path.parent.parts[-3:] == ("verl", "trainer", "config")
         and (package / "version" / "version").is_file()
     )
-
-
-def _symlink(name: str, dirs: list[Path]) -> Path | None:
-    """``name.yaml`` in ``dirs`` when it is a symlink (its target may be absent)."""
-    for d in dirs:
-        for suffix in (".yaml", ".yml"):
-            candidate = d / f"{name}{suffix}"
-            if candidate.is_symlink():
-                return candidate
-    return None
 
 
 def _folders(dirs: list[Path]) -> tuple[str, ...]:
