@@ -313,10 +313,18 @@ def summary(fix: FileFix) -> list[str]:
         if cs is None:
             out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
             continue
+        patched = _kind(Path(fix.path), fix.text) == "python" and any(
+            c.action == "entry_point" for c in cs.changes
+        )
         words = ", ".join(
             f"{c.action} {c.key}"
             + (f"={c.value}" if c.value is not None else "")
             + (f" -> {c.new_key}" if c.new_key else "")
+            + (
+                " (by the patch at run time: the script reads it from the command line)"
+                if patched and _patch_sets(c, fix.text, plan.entry.origin)
+                else ""
+            )
             for c in cs.changes
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")

@@ -148,6 +148,8 @@ def test_a_command_line_config_is_fixed_by_the_patch_whatever_beta_the_launch_pa
     assert fix.problems == [] and fix.changed, fix.problems
     assert "beta" not in fix.new_text and "scale_rewards" not in fix.new_text
     assert '"reward_shape": "sequence"' in fix.new_text  # 0.14-0.26: a sequence-level reward
+    (line,) = [ln for ln in summary(fix) if "beta=0.0" in ln]  # said as what the patch does
+    assert "beta=0.0 (by the patch at run time" in line, line
     (after,) = fix.after  # 0.14 always divides by the group std: reported, not blocking
     assert "trl.std_scaled_kl" in {f.code for f in after.findings}
     write_fix(fix, backup=False)
