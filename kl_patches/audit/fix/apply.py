@@ -317,6 +317,8 @@ def summary(fix: FileFix) -> list[str]:
             f"{c.action} {c.key}"
             + (f"={c.value}" if c.value is not None else "")
             + (f" -> {c.new_key}" if c.new_key else "")
+            + (f" ({c.reason.split(': ', 1)[1]})" if c.action == "unset" and ": " in c.reason
+               else "")  # fmt: skip
             for c in cs.changes
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")
