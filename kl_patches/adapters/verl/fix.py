@@ -116,6 +116,12 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
         return [_h("algorithm.kl_ctrl.type", "fixed", code)]
     if code == "verl.key_rejected":
         return _refused_keys(entry, inp)
+    if code == "verl.entry_not_in_version":  # a module the release renamed: its new name
+        from .refused import entry_successor
+
+        module = str(inp.context.get("entry") or "")
+        new = entry_successor(module, entry.library_version or entry.reading.version)
+        return [Change("entry_point", "hydra", module, new, reason=code)] if new else []
     return []
 
 

@@ -11,10 +11,16 @@ rewrite that keeps what the launch meant, read from the release data alone:
   ``rollout.engine_kwargs.sglang`` is ``{}`` (``verl/trainer/config/rollout/rollout.yaml``
   at v0.6.1), where 0.5.0 listed ``attention_backend``;
 * the key existed in an earlier release and in no release from this one on (verl deleted it
-  and reads nothing under that name): the override is removed. Only for verl's own entry
+  from its config, with no recorded successor): the override is removed, and the change's
+  reason says up to which release the key existed. Only for verl's own entry
   points: a recipe's trainer (``recipe.*``) is code outside verl that may still read the key
   from the config (PRIME's ``prime_dp_rm.py`` reads ``reward_model.micro_batch_size_per_gpu``,
   which verl dropped in 0.7.1), so there the refusal stays the user's.
+
+An entry module the release no longer ships but whose trainer another module now runs (a
+rename, recorded as ``entry.successor.<module>`` in :mod:`.history`) becomes that module:
+verl 0.9.0 moved ``verl.trainer.main_ppo_sync`` into the v1 trainer that
+``verl.trainer.main_ppo`` runs by default (``verl/trainer/main_ppo.py:184`` at v0.9.0).
 
 A key that only later releases have is not rewritten (the launch is written for a newer verl:
 the reading, or the user's upgrade, settles it), nor one the data cannot place.
@@ -31,7 +37,7 @@ from packaging.version import Version
 from .history import RELEASES
 from .keysets import default, keys
 
-__all__ = ["Rewrite", "rewrites"]
+__all__ = ["Rewrite", "entry_successor", "rewrites"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,8 @@ def rewrites(overrides: Any, version: str | None, context: Mapping[str, Any]) ->
             continue
         last = _last_release_with(key, sem.release, config)
         if last is not None and own_entry:
-            out.append(Rewrite(key, "remove", f"verl removed {key} after {last} (no key of "
-                               f"that name in {sem.release} or later): nothing reads it"))  # fmt: skip
+            out.append(Rewrite(key, "remove", f"verl's config has it up to {last}, no "
+                               f"release from {sem.release} on: deleted"))  # fmt: skip
     return out
 
 
@@ -106,3 +112,16 @@ def _last_release_with(key: str, release: str, config: str) -> str | None:
     before = [r for r in RELEASES if Version(r) < here and key in keys(r, config)]
     later = [r for r in RELEASES if Version(r) >= here and key in keys(r, config)]
     return before[-1] if before and not later else None
+
+
+def entry_successor(module: str | None, version: str | None) -> str | None:
+    """The module of ``version``'s release that runs the trainer of entry ``module``, when
+    that release no longer ships ``module`` (a rename); None otherwise."""
+    from .history import HISTORY
+    from .semantics import semantics
+
+    if not module or not module.startswith("verl."):
+        return None
+    rows = HISTORY.at(semantics(version).release)
+    found = rows.get("entry.successor." + module.rsplit(".", 1)[-1])
+    return str(found) if found else None

@@ -314,6 +314,7 @@ def summary(fix: FileFix) -> list[str]:
             out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
             continue
         words = ", ".join(
+            f"switch {c.key} -> {c.value}" if c.module_switch else
             f"{c.action} {c.key}"
             + (f"={c.value}" if c.value is not None else "")
             + (f" -> {c.new_key}" if c.new_key else "")
