@@ -117,3 +117,25 @@ def test_an_entry_module_the_release_ships_is_kept() -> None:
     assert entry_successor("verl.trainer.main_ppo_sync", "0.8.0") is None
     assert entry_successor("verl.trainer.main_ppo_sync", "0.9.0") == "verl.trainer.main_ppo"
     assert entry_successor("verl.trainer.main_generation", "0.9.0") is None
+
+
+def test_a_moved_key_is_renamed_and_a_changed_kind_is_left(tmp_path: Path) -> None:
+    """0.8.0 moved ``critic.model.fsdp_config.*`` to ``critic.fsdp.*``: a 0.7.1 launch read
+    as 0.8.0 gets the new name (the value kept), with the release in the change's reason.
+    0.6.1's ``rollout_correction.rollout_is`` is a level where 0.6.0's ``algorithm.rollout_is``
+    was a switch: same last name, another kind, so no rename (the refusal stays)."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "    algorithm.adv_estimator=gae \\\n"
+        "    critic.model.fsdp_config.forward_prefetch=True \\\n"
+        "    algorithm.use_kl_in_reward=True algorithm.kl_ctrl.kl_coef=0.001\n"
+    )
+    assert "verl.key_rejected" in _errors(path, "verl=0.8.0")
+    fix = fix_file(path, versions={"verl": "0.8.0"})
+    assert fix.problems == [] and fix.changed
+    assert fix.new_text.splitlines()[2] == "    critic.fsdp.forward_prefetch=True \\"
+    (entry,) = fix.after
+    assert "verl.key_rejected" not in {f.code for f in entry.findings}
+    assert any("verl 0.8.0 renamed it" in ln for ln in summary(fix))
+    assert rewrites(["algorithm.rollout_is=True"], "0.6.1", {}) == []

@@ -128,7 +128,7 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
 def _refused_keys(entry: AuditEntry, inp: AuditInput) -> list[Change]:
     """The refused overrides written so the release accepts them: ``+key`` for a key the
     config has becomes ``key`` (it sets it); a key under an open mapping gets ``+``; a key
-    verl removed is deleted (:mod:`.refused`)."""
+    verl moved is renamed, one it removed is deleted (:mod:`.refused`)."""
     from .read import appended_existing
     from .refused import rewrites
 
@@ -141,6 +141,10 @@ def _refused_keys(entry: AuditEntry, inp: AuditInput) -> list[Change]:
     for r in rewrites(inp.payload, version, inp.context):
         if r.action == "append":
             out.append(Change("rename", "hydra", r.key, new_key=f"+{r.key}", reason=code))
+        elif r.action == "rename":
+            out.append(
+                Change("rename", "hydra", r.key, new_key=r.new_key, reason=f"{code}: {r.why}")
+            )
         else:
             out.append(Change("unset", "hydra", r.key, reason=f"{code}: {r.why}"))
     return out

@@ -314,12 +314,12 @@ def summary(fix: FileFix) -> list[str]:
             out.append(f"{plan.entry.origin}: unchanged ({plan.why})")
             continue
         words = ", ".join(
-            f"switch {c.key} -> {c.value}" if c.module_switch else
-            f"{c.action} {c.key}"
+            f"switch {c.key} -> {c.value}"
+            if c.module_switch
+            else f"{c.action} {c.key}"
             + (f"={c.value}" if c.value is not None else "")
             + (f" -> {c.new_key}" if c.new_key else "")
-            + (f" ({c.reason.split(': ', 1)[1]})" if c.action == "unset" and ": " in c.reason
-               else "")  # fmt: skip
+            + (f" ({c.reason.split(': ', 1)[1]})" if ": " in c.reason else "")
             for c in cs.changes
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")
