@@ -114,15 +114,40 @@ def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[
         return [_h("algorithm.rollout_correction.bypass_mode", "False", code)]
     if code == "verl.adaptive_kl":
         return [_h("algorithm.kl_ctrl.type", "fixed", code)]
-    if code == "verl.key_rejected":  # +key for a key the config has: key sets it
-        from .read import appended_existing
+    if code == "verl.key_rejected":
+        return _refused_keys(entry, inp)
+    if code == "verl.entry_not_in_version":  # a module the release renamed: its new name
+        from .refused import entry_successor
 
-        version = entry.library_version or entry.reading.version
-        return [
-            Change("rename", "hydra", f"+{key}", new_key=key, reason=code)
-            for key in appended_existing(inp.payload, version, inp.context)
-        ]
+        module = str(inp.context.get("entry") or "")
+        new = entry_successor(module, entry.library_version or entry.reading.version)
+        return [Change("entry_point", "hydra", module, new, reason=code)] if new else []
     return []
+
+
+def _refused_keys(entry: AuditEntry, inp: AuditInput) -> list[Change]:
+    """The refused overrides written so the release accepts them: ``+key`` for a key the
+    config has becomes ``key`` (it sets it); a key under an open mapping gets ``+``; a key
+    verl moved is renamed, one it removed is deleted (:mod:`.refused`)."""
+    from .read import appended_existing
+    from .refused import rewrites
+
+    code = "verl.key_rejected"
+    version = entry.library_version or entry.reading.version
+    out = [
+        Change("rename", "hydra", f"+{key}", new_key=key, reason=code)
+        for key in appended_existing(inp.payload, version, inp.context)
+    ]
+    for r in rewrites(inp.payload, version, inp.context):
+        if r.action == "append":
+            out.append(Change("rename", "hydra", r.key, new_key=f"+{r.key}", reason=code))
+        elif r.action == "rename":
+            out.append(
+                Change("rename", "hydra", r.key, new_key=r.new_key, reason=f"{code}: {r.why}")
+            )
+        else:
+            out.append(Change("unset", "hydra", r.key, reason=f"{code}: {r.why}"))
+    return out
 
 
 def drop_refused(changes: list[Change], after: AuditEntry) -> tuple[list[Change], bool]:

@@ -20,6 +20,7 @@ source on CPU. Keys:
 * ``loss.*``: where the KL loss is computed and how it is aggregated;
 * ``placement.*``, ``offpolicy.*``: both placements at once, stale log-probs;
 * ``entry.*``: trainers and recipes, and whether they apply the reward KL;
+  ``entry.successor.<module>``: the module that runs a removed entry module's trainer;
 * ``delivery.*``: how code gets into verl's Ray processes.
 """
 
@@ -411,6 +412,14 @@ CHANGES: tuple[Change, ...] = (
         None,
         "verl/trainer/main_ppo.py:184",
         "removed; main_ppo picks TaskRunnerV1 (use_v1) or main_ppo_v0",
+    ),
+    Change(
+        "0.9.0",
+        "entry.successor.main_ppo_sync",
+        "verl.trainer.main_ppo",
+        "verl/trainer/main_ppo.py:184",
+        "PR #6710 moved main_ppo_sync.py to ppo/v1/trainer_base.py; main_ppo runs it by default "
+        "(trainer.use_v1=True, trainer.v1.trainer_mode=sync)",
     ),
     Change(
         "0.9.0",

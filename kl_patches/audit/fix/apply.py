@@ -305,6 +305,22 @@ def write_fix(fix: FileFix, backup: bool = True) -> str | None:
     return saved
 
 
+def _said(c: Change, by_patch: bool) -> str:
+    """One change as the summary says it: a module switch, or the action on the key with its
+    value, new name and the release fact behind it; ``by_patch``: the patch makes it at run
+    time (a field of a config the script reads from the command line), not the file."""
+    if c.module_switch:
+        return f"switch {c.key} -> {c.value}"
+    return (
+        f"{c.action} {c.key}"
+        + (f"={c.value}" if c.value is not None else "")
+        + (f" -> {c.new_key}" if c.new_key else "")
+        + (f" ({c.reason.split(': ', 1)[1]})" if ": " in c.reason else "")
+        + (" (by the patch at run time: the script reads it from the command line)" if by_patch
+           else "")
+    )  # fmt: skip
+
+
 def summary(fix: FileFix) -> list[str]:
     """One line per launch: its label and changes, or why it is left as it is."""
     out = []
@@ -317,15 +333,7 @@ def summary(fix: FileFix) -> list[str]:
             c.action == "entry_point" for c in cs.changes
         )
         words = ", ".join(
-            f"{c.action} {c.key}"
-            + (f"={c.value}" if c.value is not None else "")
-            + (f" -> {c.new_key}" if c.new_key else "")
-            + (
-                " (by the patch at run time: the script reads it from the command line)"
-                if patched and _patch_sets(c, fix.text, plan.entry.origin)
-                else ""
-            )
-            for c in cs.changes
+            _said(c, patched and _patch_sets(c, fix.text, plan.entry.origin)) for c in cs.changes
         )
         out.append(f"{plan.entry.origin}: {cs.label}: {words}")
         checked = validate.change_set_check(plan.entry, cs)

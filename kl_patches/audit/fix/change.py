@@ -9,6 +9,7 @@ receives them on a command line (``"False"``, ``"0.001"``, ``"k1"``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 __all__ = ["ACTIONS", "LABELS", "NAMESPACES", "Change", "ChangeSet"]
@@ -16,7 +17,9 @@ __all__ = ["ACTIONS", "LABELS", "NAMESPACES", "Change", "ChangeSet"]
 ACTIONS = ("set", "unset", "rename", "entry_point")
 """``set`` a key to a value (adding it when absent), ``unset`` it (remove it, so the library's
 default applies), ``rename`` a key the release no longer accepts to ``new_key`` (value kept),
-``entry_point``: run the launch through the kl-patches launcher named in ``value``."""
+``entry_point``: run the launch through the kl-patches launcher named in ``value`` (words
+starting with ``kl_patches``), or, where the release renamed the entry module ``key``, through
+its module ``value`` (one dotted name: :attr:`Change.module_switch`)."""
 
 NAMESPACES = ("hydra", "argparse", "trl")
 """How ``key`` is spelled: a verl Hydra override key (``algorithm.use_kl_in_reward``), an
@@ -45,6 +48,17 @@ class Change:
     """For ``rename`` only: the name the release accepts."""
     reason: str = ""
     """The finding code(s) this change resolves (``verl.k3_in_loss``), for the report."""
+
+    @property
+    def module_switch(self) -> bool:
+        """True for an ``entry_point`` change to the library's own module (a release's new
+        name for the launch's entry), not to a kl-patches launcher."""
+        value = str(self.value or "")
+        return (
+            self.action == "entry_point"
+            and re.fullmatch(r"[\w.]+", value) is not None
+            and not value.startswith("kl_patches")
+        )
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:

@@ -144,11 +144,20 @@ def _reaudit(
 ) -> AuditEntry:
     from kl_patches.audit.run import audit_input
 
-    payload = apply_payload(inp.payload, changes)
-    new = dataclasses.replace(inp, payload=payload)
+    new = _changed(inp, changes)
     if kl is not None:
         new = dataclasses.replace(new, kl_config=kl)
     return audit_input(new, versions=versions)
+
+
+def _changed(inp: AuditInput, changes: list[Change]) -> AuditInput:
+    """``inp`` with ``changes`` applied to its payload, and a switch of the entry module to the
+    release's own module (:attr:`Change.module_switch`) to the reader's context."""
+    new = dataclasses.replace(inp, payload=apply_payload(inp.payload, changes))
+    for c in changes:
+        if c.module_switch:
+            new = dataclasses.replace(new, context={**new.context, "entry": c.value})
+    return new
 
 
 def _coef(entry: AuditEntry) -> float | None:
@@ -248,7 +257,7 @@ def _renamed_first(
     """The plan of the launch with the names its release refuses renamed first (the producer
     knows the release's spelling), so that the KL fix is found for the KL those names set
     (the reading of the refused launch leaves them out), then written after the renames."""
-    renamed_inp = dataclasses.replace(inp, payload=apply_payload(inp.payload, renames))
+    renamed_inp = _changed(inp, renames)
     renamed = _reaudit(inp, renames, versions, None)
     plan = plan_launch(renamed_inp, renamed, versions)
     if plan.changes is not None:

@@ -496,8 +496,9 @@ def check_changes(library: str, changes: ChangeSet, *, entry: str | None = None)
     """Whether ``library`` alone accepts the change set: an entry-point change (to a kl-patches
     launcher) or a change spelled for another library's parser is not native; the rest goes
     through :func:`check_native`."""
-    if any(c.action == "entry_point" for c in changes.changes):
+    if any(c.action == "entry_point" and not c.module_switch for c in changes.changes):
         return Check(False, "the change set switches to a kl-patches launcher")
+    entry = next((str(c.value) for c in changes.changes if c.module_switch), entry)
     foreign = [c.key for c in changes.changes if c.namespace != _NATIVE_NAMESPACE.get(library)]
     if foreign:
         return Check(False, f"not {library}'s settings: {', '.join(foreign)}")

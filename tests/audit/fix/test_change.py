@@ -25,3 +25,15 @@ def test_a_change_set_edits_each_key_once_and_has_a_known_label() -> None:
     with pytest.raises(ValueError, match="valid: native, with kl-patches"):
         ChangeSet((one,), "maybe")
     assert ChangeSet((one,), "native").changes == (one,)
+
+
+def test_an_entry_point_to_the_library_module_is_a_module_switch() -> None:
+    """An entry-point change to one dotted module not of kl-patches switches the library's
+    own module (a release's rename); the launcher's words are not a module switch."""
+    rename = Change("entry_point", "hydra", "verl.trainer.main_ppo_sync", "verl.trainer.main_ppo")
+    launcher = Change(
+        "entry_point", "hydra", "verl.trainer.main_ppo",
+        "kl_patches.adapters.verl.launch --kl k1-in-reward --kl.coef 0.001 --",
+    )  # fmt: skip
+    assert rename.module_switch and not launcher.module_switch
+    assert not Change("set", "hydra", "a.b", "verl.trainer.main_ppo").module_switch
