@@ -5,9 +5,9 @@ releases); GRPO's ``beta`` is k3 in the loss, so GRPO's fix is the kl-patches ro
 block kl-patches' TRL launcher reads (``kl: {name: k1-in-reward, coef: C}`` in a YAML config,
 ``--kl k1-in-reward --kl.coef C`` on its command line), ``beta=0.0`` (kl-patches runs the
 reference model) and ``scale_rewards=none`` (the group std would scale the reward KL), run with
-``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function, which
-the patch refuses on 0.18.x and for what :func:`.legacy_reward.refusal` names: no fix is offered
-there.
+``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function (0.18 included:
+:data:`.versions.REFERENCE_IN_LOSS`), which the patch refuses for what
+:func:`.legacy_reward.refusal` names: no fix is offered there.
 """
 
 from __future__ import annotations
@@ -110,8 +110,6 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
         return None
     if v >= Version("0.27"):
         return None
-    if v.release[:2] == (0, 18):
-        return "the kl-patches TRL patch does not run on TRL 0.18.x"
     from kl_patches.adapters.trl.legacy_reward import refusal
 
     return refusal(KLConfig(estimator="k1", placement="reward", coef=coef,
@@ -125,13 +123,6 @@ def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
     checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
     loss-side KL, which the fix does not write."""
-    version = entry.library_version or entry.reading.version
-    try:
-        on_018 = bool(version) and Version(str(version)).release[:2] == (0, 18)
-    except InvalidVersion:
-        on_018 = False
-    if on_018:
-        return legacy_refusal(version, KLConfig().coef)
     own = [f for f in entry.findings if f.code == "trl.project_trainer"]
     if own:  # the project's own trainer class: TRL's patched classes never run
         return (

@@ -38,7 +38,6 @@ from .versions import (
     NATIVE_ONLY,
     ONLINE_RLOO_FROM,
     installed_version,
-    no_reward_function,
     online_rloo,
     why_not_hooked,
 )
@@ -83,29 +82,21 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
         f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none')"
-        + _reward_hint(kind, version)
+        + _reward_hint(kind)
         + ", or install trl>=0.27 for any KL config"
     )
 
 
-def _reward_hint(kind: str, version: str) -> str:
+def _reward_hint(kind: str) -> str:
     if kind != "GRPO":
         return ""
-    why = no_reward_function(version)
-    if why:
-        return f" (no KL in the reward either: {why})"
     return ", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
 
 
-def reward_side(kind: str, config: KLConfig, version: str) -> bool:
-    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`) on TRL
-    ``version``."""
-    return (
-        kind == "GRPO"
-        and config.has_reward
-        and legacy_reward.refusal(config) is None
-        and no_reward_function(version) is None
-    )
+def reward_side(kind: str, config: KLConfig) -> bool:
+    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`), on
+    every release of :data:`.versions.NATIVE_ONLY`."""
+    return kind == "GRPO" and config.has_reward and legacy_reward.refusal(config) is None
 
 
 def prepare(
@@ -124,7 +115,7 @@ def prepare(
         args = config_cls(f"{str(name).split('/')[-1]}-{kind}")
     else:
         args = copy.copy(args)
-    if reward_side(kind, config, version):
+    if reward_side(kind, config):
         if not config.coef > 0:
             raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
         args.beta = config.coef  # non-zero: TRL builds and runs the reference model
@@ -144,7 +135,7 @@ def after_init(trainer: Any, kind: str, config: KLConfig, beta: float, version: 
         )
     trainer._kl_config = config
     trainer._kl_native = True
-    if reward_side(kind, config, version):
+    if reward_side(kind, config):
         legacy_reward.bind(trainer, config)
 
 

@@ -118,22 +118,26 @@ def installed_version() -> str:
     return str(trl.__version__)
 
 
-NO_REWARD_FUNCTION: tuple[tuple[str, str, str], ...] = (
+REFERENCE_IN_LOSS: tuple[tuple[str, str, str], ...] = (
     (
         "0.18.0",
         "0.18.2",
         "TRL 0.18 computes the reference log-probs in _compute_loss, after the rewards "
-        "(grpo_trainer.py:1283 in 0.18.2), so a reward function cannot read them",
+        "(grpo_trainer.py:1283-1293 in 0.18.2), and the policy's own before the rewards only "
+        "when num_iterations > 1 or steps_per_generation > gradient_accumulation_steps "
+        "(grpo_trainer.py:1140-1145); num_iterations is read nowhere else in "
+        "_generate_and_score_completions (the same in 0.18.0 and 0.18.1)",
     ),
 )
-"""``(first, last, why)``: releases of :data:`NATIVE_ONLY` where GRPO's KL cannot run as a
-reward function (:mod:`.legacy_reward`)."""
+"""``(first, last, why)``: releases of :data:`NATIVE_ONLY` where GRPO's KL in the reward runs
+through TRL's own policy scoring forward, forced for the scoring call only (:mod:`.legacy_reward`,
+``_policy_forced``), instead of the reference forward TRL runs before the rewards elsewhere."""
 
 
-def no_reward_function(version: str) -> str | None:
-    """Why GRPO's KL in the reward cannot run as a reward function on ``version`` (None: it
-    can, or the hooks run there)."""
-    for first, last, why in NO_REWARD_FUNCTION:
+def reference_in_loss(version: str) -> str | None:
+    """Why TRL ``version`` has no reference forward before the rewards (None: it has one, or
+    the hooks run there)."""
+    for first, last, why in REFERENCE_IN_LOSS:
         if Version(first) <= Version(version) <= Version(last):
             return why
     return None
@@ -493,10 +497,13 @@ def _rows_0x() -> list[SupportRow]:
             + rloo
         )
         reward = (
-            "GRPO: what `beta` runs"
-            if no_reward_function(first)
-            else "GRPO: KL in the reward (sequence-level, as one more reward function) and what "
-            "`beta` runs"
+            "GRPO: KL in the reward (sequence-level, as one more reward function"
+            + (
+                "; the reference log-probs taken on TRL's own policy scoring forward"
+                if reference_in_loss(first)
+                else ""
+            )
+            + ") and what `beta` runs"
         )
         patched = f"{reward}; RLOO: what `beta` runs; anything else refused ({why})"
         rows.append(SupportRow(f"{first}-{last}", native, patched, _tested_0x(first, last)))

@@ -204,6 +204,14 @@ def test_two_training_steps_with_the_native_kl(dirs: tuple[Path, Path]) -> None:
     assert logged[-1] > 0.0  # the policy moved away from the reference
 
 
+def _plain_logps(trainer: Any, model: Any, ids: torch.Tensor, keep: int) -> torch.Tensor:
+    """A model's completion log-probs from a plain forward, no TRL code (TRL's temperature)."""
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[:, -keep - 1 : -1].float()
+    plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
+    return plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
+
+
 @needs_native
 def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
@@ -221,14 +229,14 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
     real_inputs, real_penalty = legacy_reward._inputs, legacy_reward._penalty
 
     def spy_inputs(trainer: Any) -> Any:
-        ids = trainer._kl_ref_calls[-1][0][0]
+        calls = trainer._kl_policy_calls if trainer._kl_policy_first else trainer._kl_ref_calls
+        ids = calls[-1][0][0]
         policy, ref, mask = real_inputs(trainer)
         keep = mask.size(1)
-        with torch.no_grad():  # the policy's log-probs from a plain forward, no TRL code
-            logits = trainer.model(input_ids=ids).logits[:, -keep - 1 : -1].float()
-        plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
-        plain = plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
-        assert float(((plain - policy) * mask).abs().max()) < 1e-5
+        for model, found in ((trainer.model, policy), (trainer.ref_model, ref)):
+            if trainer._kl_logps_method is None:  # 0.14: the reference arrives as logits
+                continue
+            assert float(((_plain_logps(trainer, model, ids, keep) - found) * mask).abs().max()) < 1e-5
         seen.append((policy, ref, mask))
         return policy, ref, mask
 
@@ -241,10 +249,6 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
 
     monkeypatch.setattr(legacy_reward, "_inputs", spy_inputs)
     monkeypatch.setattr(legacy_reward, "_penalty", spy_penalty)
-    if versions.no_reward_function(INSTALLED):  # 0.18: reference log-probs only in the loss
-        with pytest.raises(ValueError, match="no KL in the reward either"):
-            _trainer(dirs, patched=True, kl=KLConfig(coef=coef), **_overrides())
-        return
     trainer = _trainer(
         dirs, patched=True, kl=KLConfig(coef=coef), gradient_accumulation_steps=1, **_overrides()
     )
@@ -291,3 +295,60 @@ def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
     native.beta = 0.0  # the KL changes the advantages, so the equality above could fail
     batch_0 = harness.scored_batch(native, seed=7)
     assert float((batch_n["advantages"] - batch_0["advantages"]).abs().max()) > 1e-4
+
+
+@needs_native
+def test_grpo_k1_in_reward_leaves_trl_loss_its_own(dirs: tuple[Path, Path]) -> None:
+    """On the batch the patched trainer scored (the penalty in its advantages), TRL's loss and
+    gradients are bit for bit those of native TRL at ``beta=0`` on the same batch: the reward
+    route leaves the loss alone (TRL 0.18 included, where the patch forces TRL's policy scoring
+    forward and puts ``old_per_token_logps`` back to None, as TRL leaves it)."""
+    from trl_support import harness
+
+    if not hasattr(trl.GRPOTrainer, "_generate_and_score_completions"):
+        pytest.skip("0.14-0.15 score inside compute_loss/_prepare_inputs: no batch to share")
+    native = _trainer(dirs, patched=False, beta=0.0, **_overrides())
+    patched = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **_overrides())
+    harness.perturb(native.model)
+    harness.perturb(patched.model)
+    batch = harness.scored_batch(patched, seed=3)
+    assert patched._kl_penalty_calls == 1
+    own = harness.scored_batch(native, seed=3)
+    assert set(batch) == set(own)
+    assert (batch["old_per_token_logps"] is None) == (own["old_per_token_logps"] is None)
+    assert torch.equal(batch["completion_ids"], own["completion_ids"])
+    assert not torch.equal(batch["advantages"], own["advantages"])  # the penalty is in them
+    for trainer in (native, patched):
+        trainer.current_gradient_accumulation_steps = 1  # read by some releases' loss
+    loss_n, grads_n = _loss_on(native, batch)
+    loss_p, grads_p = _loss_on(patched, batch)
+    assert torch.equal(loss_n, loss_p)
+    assert all(torch.equal(a, b) for a, b in zip(grads_n, grads_p, strict=True))
+    assert patched._kl_loss_calls == 1 and patched.beta == 0.1
+
+
+def _loss_on(trainer: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    trainer.model.train()
+    params = [p for p in trainer.model.parameters() if p.requires_grad]
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return loss.detach(), [
+        torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)
+    ]
+
+
+@needs_native
+def test_grpo_k1_in_reward_fails_loudly_without_trl_policy_forward(
+    dirs: tuple[Path, Path],
+) -> None:
+    """TRL 0.18: where TRL's policy scoring forward is not captured (its internals differ), the
+    penalty raises instead of scoring without the KL."""
+    from trl_support import harness
+
+    if not versions.reference_in_loss(INSTALLED):
+        pytest.skip("the reference forward runs before the rewards here: nothing is forced")
+    trainer = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **_overrides())
+    method = trainer._kl_logps_method
+    setattr(trainer, method, getattr(trl.GRPOTrainer, method).__get__(trainer))  # no capture
+    with pytest.raises(RuntimeError, match="policy scoring forward did not run"):
+        harness.scored_batch(trainer, seed=3)
