@@ -298,17 +298,22 @@ def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
 
 
 @needs_native
-def test_grpo_k1_in_reward_leaves_trl_loss_its_own(dirs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_grpo_k1_in_reward_leaves_trl_loss_its_own(
+    dirs: tuple[Path, Path], iterations: int
+) -> None:
     """On the batch the patched trainer scored (the penalty in its advantages), TRL's loss and
     gradients are bit for bit those of native TRL at ``beta=0`` on the same batch: the reward
     route leaves the loss alone (TRL 0.18 included, where the patch forces TRL's policy scoring
-    forward and puts ``old_per_token_logps`` back to None, as TRL leaves it)."""
+    forward and puts ``old_per_token_logps`` back to None, as TRL leaves it; with
+    ``num_iterations=2`` TRL runs that forward itself and keeps its output)."""
     from trl_support import harness
 
     if not hasattr(trl.GRPOTrainer, "_generate_and_score_completions"):
         pytest.skip("0.14-0.15 score inside compute_loss/_prepare_inputs: no batch to share")
-    native = _trainer(dirs, patched=False, beta=0.0, **_overrides())
-    patched = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **_overrides())
+    shape = {**_overrides(), "num_iterations": iterations}
+    native = _trainer(dirs, patched=False, beta=0.0, **shape)
+    patched = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **shape)
     harness.perturb(native.model)
     harness.perturb(patched.model)
     batch = harness.scored_batch(patched, seed=3)
@@ -316,6 +321,7 @@ def test_grpo_k1_in_reward_leaves_trl_loss_its_own(dirs: tuple[Path, Path]) -> N
     own = harness.scored_batch(native, seed=3)
     assert set(batch) == set(own)
     assert (batch["old_per_token_logps"] is None) == (own["old_per_token_logps"] is None)
+    assert (own["old_per_token_logps"] is None) == (iterations == 1)  # TRL's own condition
     assert torch.equal(batch["completion_ids"], own["completion_ids"])
     assert not torch.equal(batch["advantages"], own["advantages"])  # the penalty is in them
     for trainer in (native, patched):
