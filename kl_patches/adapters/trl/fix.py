@@ -52,6 +52,13 @@ def _has(entry: AuditEntry, name: str) -> bool:
     return found is None or name in found
 
 
+def _unscaled(entry: AuditEntry) -> str:
+    """``scale_rewards``'s "no std scaling" value in the launch's release."""
+    from .versions import unscaled_value
+
+    return unscaled_value((entry.library_version or "1.16.0").split("+")[0])
+
+
 KL_SWITCHES = frozenset({"beta", "loss_type"})
 """The settings that decide whether a GRPO launch runs a KL at all: ``beta``, and under
 unsloth ``loss_type`` (its ``beta`` default is 0.0 under dapo or dr_grpo, else 0.001:
@@ -93,7 +100,7 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
     """Native follow-ups: the reward KL outside the group std."""
     if finding.code == "trl.std_scaled_kl" and _has(entry, "scale_rewards"):
-        return [Change("set", "trl", "scale_rewards", "none", reason=finding.code)]
+        return [Change("set", "trl", "scale_rewards", _unscaled(entry), reason=finding.code)]
     return []
 
 
@@ -156,7 +163,7 @@ def patched(
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
     out = [Change("set", "trl", "beta", "0.0", reason="kl")]
     if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
-        out.append(Change("set", "trl", "scale_rewards", "none", reason="kl"))
+        out.append(Change("set", "trl", "scale_rewards", _unscaled(entry), reason="kl"))
     if inp.kind == "yaml":
         out += [
             Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),

@@ -99,6 +99,23 @@ def reward_side(kind: str, config: KLConfig) -> bool:
     return kind == "GRPO" and config.has_reward and legacy_reward.refusal(config) is None
 
 
+def check(kind: str, args: Any, config: KLConfig, version: str) -> None:
+    """ValueError unless the patched ``__init__`` of TRL ``version`` runs ``config`` with the
+    live ``args`` (what :func:`prepare` refuses, without building anything)."""
+    if reward_side(kind, config):
+        if not config.coef > 0:
+            raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
+        if getattr(args, "use_liger_loss", False) is True:  # 0.17-0.27
+            raise ValueError(
+                "kl_patches.trl: use_liger_loss=True computes GRPO's loss in Liger's fused loss, "
+                "built with beta at construction (grpo_trainer.py:584 in 0.18.2), so TRL's k3 "
+                "term cannot be switched off while the KL runs in the reward; set "
+                "use_liger_loss=False"
+            )
+        return
+    native_beta(kind, args, config, version)
+
+
 def prepare(
     kind: str, model: Any, args: Any, reward_funcs: Any, config: KLConfig, version: str
 ) -> tuple[Any, Any]:
@@ -116,8 +133,7 @@ def prepare(
     else:
         args = copy.copy(args)
     if reward_side(kind, config):
-        if not config.coef > 0:
-            raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
+        check(kind, args, config, version)
         args.beta = config.coef  # non-zero: TRL builds and runs the reference model
         return args, legacy_reward.prepare(args, reward_funcs)
     args.beta = native_beta(kind, args, config, version)

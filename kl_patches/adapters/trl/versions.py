@@ -402,6 +402,22 @@ ABSENT_MEANS: dict[str, object] = {
 0.29 rewards are summed then normalised; 0.14-0.15 always divide by the group std."""
 
 
+def unscaled_value(version: str) -> str:
+    """GRPOConfig's ``scale_rewards`` value for "no std scaling" as TRL ``version``'s parser
+    takes it: ``false`` where the field is a bool (0.16-0.21: ``scale_rewards: bool = True``,
+    grpo_config.py:428 in 0.18.0; TrlParser refuses ``none`` there), ``none`` where it is a
+    string (0.22 on: ``"group"``, ``"batch"`` or ``"none"``) or unrecorded."""
+    from packaging.version import InvalidVersion
+
+    from kl_patches.adapters.releases import recording
+
+    try:
+        field = recording("kl_patches.adapters.trl").at(version).entry("GRPOConfig", "scale_rewards")
+    except (ValueError, KeyError, InvalidVersion):
+        field = None
+    return "false" if field is not None and isinstance(field["default"], bool) else "none"
+
+
 def _recorded_defaults(kind: str, version: str, base: dict[str, object]) -> dict[str, object]:
     from kl_patches.adapters.releases import recording
 

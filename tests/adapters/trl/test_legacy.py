@@ -101,6 +101,19 @@ def test_refuses_the_ppo_style_rloo() -> None:
         legacy.native_beta("RLOO", _args(), KLConfig(coef=0.05), "0.21.0")
 
 
+def test_reward_route_refuses_the_fused_liger_loss() -> None:
+    """GRPO's Liger loss is built with ``beta`` at construction, so the reward route (``beta``
+    non-zero, switched to 0 only around ``compute_loss``) would keep TRL's k3 term: refused,
+    naming the flag; ``use_liger_kernel`` (transformers' kernels, not the loss before 0.25) and
+    the ``beta`` route are not concerned."""
+    config = KLConfig(coef=0.04)
+    with pytest.raises(ValueError, match="use_liger_loss=False"):
+        legacy.check("GRPO", _args(use_liger_loss=True), config, "0.18.0")
+    legacy.check("GRPO", _args(use_liger_loss=False, use_liger_kernel=True), config, "0.18.0")
+    k3 = KLConfig(estimator="k3", placement="loss", coef=0.04, loss_aggregation="token_mean")
+    legacy.check("GRPO", _args(use_liger_loss=True, loss_type="bnpo"), k3, "0.18.0")
+
+
 # ------------------------------------------------------------------ against the installed TRL
 @needs_native
 def test_canary_reads_the_recorded_body(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -319,9 +332,12 @@ def test_grpo_k1_in_reward_leaves_trl_loss_its_own(
     batch = harness.scored_batch(patched, seed=3)
     assert patched._kl_penalty_calls == 1
     own = harness.scored_batch(native, seed=3)
-    assert set(batch) == set(own)
-    assert (batch["old_per_token_logps"] is None) == (own["old_per_token_logps"] is None)
-    assert (own["old_per_token_logps"] is None) == (iterations == 1)  # TRL's own condition
+    # beyond TRL's own keys, only the reference log-probs TRL computed for beta != 0 (0.19+),
+    # which its loss does not read at beta=0
+    assert set(own) <= set(batch) and set(batch) - set(own) <= {"ref_per_token_logps"}
+    old, own_old = batch.get("old_per_token_logps"), own.get("old_per_token_logps")
+    assert (old is None) == (own_old is None)
+    assert (own_old is None) == (iterations == 1)  # TRL's own condition
     assert torch.equal(batch["completion_ids"], own["completion_ids"])
     assert not torch.equal(batch["advantages"], own["advantages"])  # the penalty is in them
     for trainer in (native, patched):
@@ -358,3 +374,33 @@ def test_grpo_k1_in_reward_fails_loudly_without_trl_policy_forward(
     setattr(trainer, method, getattr(trl.GRPOTrainer, method).__get__(trainer))  # no capture
     with pytest.raises(RuntimeError, match="policy scoring forward did not run"):
         harness.scored_batch(trainer, seed=3)
+
+
+@needs_native
+def test_launcher_check_describes_the_reward_function_route(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kl_patches.trl grpo --check`` on a 0.14-0.26 release checks what the patched
+    ``__init__`` checks there (not the hooks' rules: ``use_liger_kernel`` is transformers'
+    kernels here) and reports the reward-function route; ``use_liger_loss`` is refused."""
+    from kl_patches.adapters.trl import launch
+
+    recipe = tmp_path / "grpo.yaml"
+    recipe.write_text(
+        f"model_name_or_path: {tmp_path}\ndataset_name: none\noutput_dir: {tmp_path / 'out'}\n"
+        "beta: 0.0\nuse_liger_kernel: true\n"
+        "kl:\n  name: k1-in-reward\n  coef: 0.04\n  reward_shape: sequence\n",
+        encoding="utf-8",
+    )
+    argv = ["grpo", "--config", str(recipe), "--bf16", "false", "--use_cpu", "true", "--check"]
+    assert launch.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "coef=0.04" in err and "GRPOConfig.__post_init__ accept the arguments" in err
+    assert "one more reward function, kl_patches_penalty" in err and "hooks" not in err
+    assert not (tmp_path / "out").exists()
+    import dataclasses
+
+    if "use_liger_loss" not in {f.name for f in dataclasses.fields(trl.GRPOConfig)}:
+        return  # before 0.17: no fused loss to refuse
+    assert launch.main([*argv[:-1], "--use_liger_loss", "true", "--check"]) == 2
+    assert "set use_liger_loss=False" in capsys.readouterr().err
