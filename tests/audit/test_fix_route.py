@@ -19,7 +19,7 @@ GRPO_YAML = "beta: 0.04\nlearning_rate: 1.0e-6\n"
     ("version", "switch", "absent"),
     [
         ("1.16.0", "kl-patches trl grpo", ""),
-        ("0.16.0", "--scale_rewards none", ""),
+        ("0.16.0", "--scale_rewards false", "--scale_rewards none"),  # a bool up to 0.21
         ("0.14.0", "kl-patches trl grpo", "--scale_rewards"),  # no such field before 0.16
         # 0.18 computes the reference log-probs after the rewards; the patch takes them on
         # TRL's own policy scoring forward (legacy_reward._policy_forced)
