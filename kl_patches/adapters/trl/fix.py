@@ -4,8 +4,9 @@ TRL's own options give k1 in the reward only to RLOO (``beta``, the reward KL of
 releases); GRPO's ``beta`` is k3 in the loss, so GRPO's fix is the kl-patches route: the KL
 block kl-patches' TRL launcher reads (``kl: {name: k1-in-reward, coef: C}`` in a YAML config,
 ``--kl k1-in-reward --kl.coef C`` on its command line), ``beta=0.0`` (kl-patches runs the
-reference model) and ``scale_rewards=none`` (the group std would scale the reward KL), run with
-``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function (0.18 included:
+reference model) and ``scale_rewards=none`` (``false`` where the release types it as a bool,
+0.16-0.21; the group std would scale the reward KL), run with ``kl-patches trl grpo``. Releases
+0.14-0.26 run it as a sequence-level KL reward function (0.18 included:
 :data:`.versions.REFERENCE_IN_LOSS`), which the patch refuses for what
 :func:`.legacy_reward.refusal` names: no fix is offered there.
 """

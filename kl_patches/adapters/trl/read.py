@@ -214,8 +214,9 @@ def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
 def _switch(kind: str, s: dict[str, object], coef: float, sem: TrlSemantics | None = None) -> str:
     """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` (``false``
     where the field is a bool, 0.16-0.21: :func:`.versions.unscaled_value`) where GRPO would
-    divide the KL-shaped reward by the group std and the release has that field (0.16 on), and ``--kl.reward_shape sequence`` where the patch runs the KL as a reward
-    function (before 0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
+    divide the KL-shaped reward by the group std and the release has that field (0.16 on), and
+    ``--kl.reward_shape sequence`` where the patch runs the KL as a reward function (before
+    0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
     sem = sem or semantics()
     has_scale = not sem.accepted or "scale_rewards" in sem.accepted
     scaled = kind == "GRPO" and has_scale and s.get("scale_rewards") not in ("none", False, None)

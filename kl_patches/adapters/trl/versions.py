@@ -417,7 +417,9 @@ def unscaled_value(version: str) -> str:
     from kl_patches.adapters.releases import recording
 
     try:
-        field = recording("kl_patches.adapters.trl").at(version).entry("GRPOConfig", "scale_rewards")
+        field = (
+            recording("kl_patches.adapters.trl").at(version).entry("GRPOConfig", "scale_rewards")
+        )
     except (ValueError, KeyError, InvalidVersion):
         field = None
     return "false" if field is not None and isinstance(field["default"], bool) else "none"

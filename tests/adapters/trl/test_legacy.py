@@ -249,7 +249,9 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
         for model, found in ((trainer.model, policy), (trainer.ref_model, ref)):
             if trainer._kl_logps_method is None:  # 0.14: the reference arrives as logits
                 continue
-            assert float(((_plain_logps(trainer, model, ids, keep) - found) * mask).abs().max()) < 1e-5
+            assert (
+                float(((_plain_logps(trainer, model, ids, keep) - found) * mask).abs().max()) < 1e-5
+            )
         seen.append((policy, ref, mask))
         return policy, ref, mask
 
