@@ -124,6 +124,19 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
                             reward_shape="sequence"))  # fmt: skip
 
 
+def _fused_off(entry: AuditEntry) -> list[Change]:
+    """The fused Liger loss switched off (the ``trl.fused_loss`` finding's ``FLAG=False``):
+    its k3 is fixed when the trainer is built, so the patch refuses it on every route
+    (``use_liger_loss`` in :func:`.legacy.check`, ``use_liger_loss``/``use_liger_kernel`` in
+    :func:`.hooks.validate`) and the launcher would stop on the written file."""
+    out = []
+    for finding in entry.findings:
+        flag, _, value = finding.fix.partition("=")
+        if finding.code == "trl.fused_loss" and value == "False" and flag.isidentifier():
+            out.append(Change("set", "trl", flag, "false", reason=finding.code))
+    return out
+
+
 def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     """Why the kl-patches route of :func:`patched` cannot run this launch (None: it can).
 
@@ -163,6 +176,7 @@ def patched(
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
     out = [Change("set", "trl", "beta", "0.0", reason="kl")]
+    out += _fused_off(entry)
     if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
         out.append(Change("set", "trl", "scale_rewards", _unscaled(entry), reason="kl"))
     if inp.kind == "yaml":

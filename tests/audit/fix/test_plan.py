@@ -192,3 +192,20 @@ def test_an_unsloth_grpo_launch_with_kl_gets_no_kl_patches_trl_route(tmp_path: P
     (plan,) = _plans(tmp_path, "train.py", text)
     assert plan.entry.kl_on and plan.changes is None
     assert "kl_patches.trl refuses unsloth's generated GRPOTrainer" in plan.why, plan.why
+
+
+@pytest.mark.parametrize(
+    ("version", "flag"), [("0.18.0", "use_liger_loss"), ("1.10.0", "use_liger_kernel")]
+)
+def test_trl_route_switches_the_fused_liger_loss_off(
+    tmp_path: Path, version: str, flag: str
+) -> None:
+    """The fused Liger loss holds its own k3 from construction, so the patch refuses it on
+    every route (legacy.check, hooks.validate): the kl-patches change set switches it off
+    rather than writing a file the launcher then stops on."""
+    text = f"beta: 0.04\n{flag}: true\nlearning_rate: 1.0e-6\n"
+    (plan,) = _plans(tmp_path, "grpo.yaml", text, versions={"trl": version})
+    assert plan.changes is not None, plan.why
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys[flag] == "false" and keys["kl.name"] == "k1-in-reward"
+    assert plan.after is not None and plan.after.status not in ("biased", "error")
