@@ -29,8 +29,9 @@ a callback checks that the penalty ran once per scoring pass and the loss hook r
 did not take fails loudly.
 
 Deviations from the 1.x hooks: only ``reward_shape="sequence"`` without importance weighting
-(TRL's advantage is one number per sequence here), no loss side in the same config, and a
-separate reference model (no PEFT adapter). TRL's logged ``reward`` includes the penalty, which
+(TRL's advantage is one number per sequence here), no loss side in the same config, a
+separate reference model (no PEFT adapter), and no ``use_liger_loss`` (Liger's fused loss takes
+``beta`` when the trainer is built: :func:`.legacy.check`). TRL's logged ``reward`` includes the penalty, which
 it also logs as ``rewards/kl_patches_penalty``.
 """
 
