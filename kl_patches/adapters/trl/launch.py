@@ -329,6 +329,8 @@ def main(argv: list[str]) -> int:
     world = os.environ.get("WORLD_SIZE", "1")
     errors.say(f"kl_patches.trl rank {rank}/{world}: {config}; hook calls {calls}")
     needed = ["__init__", "_generate_and_score_completions", "_compute_loss"]
+    if _native_release():  # 0.14-0.26 patch __init__ only; legacy_reward checks every step
+        needed = ["__init__"]
     code = 0
     if config.placement != "none" and any(calls.get(n, 0) == 0 for n in needed):
         errors.say(f"kl_patches.trl rank {rank}: the KL hooks did not run: {calls}")

@@ -31,8 +31,8 @@ did not take fails loudly.
 Deviations from the 1.x hooks: only ``reward_shape="sequence"`` without importance weighting
 (TRL's advantage is one number per sequence here), no loss side in the same config, a
 separate reference model (no PEFT adapter), and no ``use_liger_loss`` (Liger's fused loss takes
-``beta`` when the trainer is built: :func:`.legacy.check`). TRL's logged ``reward`` includes the penalty, which
-it also logs as ``rewards/kl_patches_penalty``.
+``beta`` when the trainer is built: :func:`.legacy.check`). TRL's logged ``reward`` includes
+the penalty, which it also logs as ``rewards/kl_patches_penalty``.
 """
 
 from __future__ import annotations

@@ -406,3 +406,41 @@ def test_launcher_check_describes_the_reward_function_route(
         return  # before 0.17: no fused loss to refuse
     assert launch.main([*argv[:-1], "--use_liger_loss", "true", "--check"]) == 2
     assert "set use_liger_loss=False" in capsys.readouterr().err
+
+
+@needs_native
+def test_launcher_trains_with_the_kl_in_the_reward(
+    dirs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m kl_patches.trl grpo --config ...`` through TRL's own script: two steps with
+    the penalty logged, and the exit check asks only for what a 0.14-0.26 patch hooks
+    (``__init__``; the per-step check is legacy_reward's callback), so the run ends with 0."""
+    import json
+
+    from kl_patches.adapters import metrics
+    from kl_patches.adapters.trl import launch, patch
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [json.dumps({"prompt": f"count to {i}:"}) for i in range(16)]
+    (data / "train.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    recipe = tmp_path / "grpo.yaml"
+    # TRL's 0.14-0.18 scripts build their reward from a reward model (reward_model_name_or_path)
+    recipe.write_text(
+        f"model_name_or_path: {dirs[0]}\nreward_model_name_or_path: {dirs[0]}\n"
+        f"dataset_name: {data}\noutput_dir: {tmp_path / 'out'}\n"
+        "per_device_train_batch_size: 8\nnum_generations: 4\nmax_completion_length: 8\n"
+        "max_steps: 2\nlogging_steps: 1\nreport_to: none\nsave_strategy: 'no'\n"
+        "use_cpu: true\nbf16: false\nbeta: 0.0\n"
+        "kl:\n  name: k1-in-reward\n  coef: 0.1\n  reward_shape: sequence\n",
+        encoding="utf-8",
+    )
+    try:
+        assert launch.main(["grpo", "--config", str(recipe)]) == 0
+    finally:
+        patch.revert()
+    captured = capsys.readouterr()
+    assert "hook calls {'__init__': 1}" in captured.err and "did not run" not in captured.err
+    assert (
+        captured.out.count(metrics.REWARD_PENALTY) + captured.err.count(metrics.REWARD_PENALTY) >= 2
+    )
