@@ -413,7 +413,7 @@ def audit_input(
 
 def _without_refused_route(entry: AuditEntry, inp: AuditInput) -> AuditEntry:
     """``entry`` without its "with kl-patches" command where kl-patches' patch would refuse
-    this launch (a release outside its support, TRL 0.18's scoring order, unsloth's trainer):
+    this launch (a release outside its support, unsloth's trainer, the project's own trainer):
     the fix producer's own route (:func:`kl_patches.audit.fix.plan.producer`'s ``patched``)
     decides, so the report never prints a command the launcher then refuses, in its fix line
     or a finding's. A note says why."""

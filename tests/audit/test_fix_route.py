@@ -19,9 +19,12 @@ GRPO_YAML = "beta: 0.04\nlearning_rate: 1.0e-6\n"
     ("version", "switch", "absent"),
     [
         ("1.16.0", "kl-patches trl grpo", ""),
-        ("0.16.0", "--scale_rewards none", ""),
+        ("0.16.0", "--scale_rewards false", "--scale_rewards none"),  # a bool up to 0.21
         ("0.14.0", "kl-patches trl grpo", "--scale_rewards"),  # no such field before 0.16
-        ("0.18.0", "", ""),  # the patch refuses 0.18's scoring order
+        # 0.18 computes the reference log-probs after the rewards; the patch takes them on
+        # TRL's own policy scoring forward (legacy_reward._policy_forced)
+        ("0.18.0", "kl-patches trl grpo", ""),
+        ("0.18.2", "kl-patches trl grpo", ""),
     ],
 )
 def test_the_trl_route_follows_the_release(
@@ -31,12 +34,9 @@ def test_the_trl_route_follows_the_release(
     path.write_text(GRPO_YAML, encoding="utf-8")
     (entry,) = audit(path, library="trl", version=f"trl={version}")
     assert entry.status == "biased"
-    if switch:
-        assert switch in entry.fix_switch
-        assert not absent or absent not in entry.fix_switch
-    else:
-        assert entry.fix_switch == ""
-        assert any("no kl-patches route" in n and "0.18" in n for n in entry.notes)
+    assert switch in entry.fix_switch
+    assert not absent or absent not in entry.fix_switch
+    assert not any("no kl-patches route" in n for n in entry.notes)
 
 
 def test_verl_outside_the_patch_support_prints_no_launcher(tmp_path: Path) -> None:

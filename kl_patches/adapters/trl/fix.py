@@ -4,10 +4,11 @@ TRL's own options give k1 in the reward only to RLOO (``beta``, the reward KL of
 releases); GRPO's ``beta`` is k3 in the loss, so GRPO's fix is the kl-patches route: the KL
 block kl-patches' TRL launcher reads (``kl: {name: k1-in-reward, coef: C}`` in a YAML config,
 ``--kl k1-in-reward --kl.coef C`` on its command line), ``beta=0.0`` (kl-patches runs the
-reference model) and ``scale_rewards=none`` (the group std would scale the reward KL), run with
-``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function, which
-the patch refuses on 0.18.x and for what :func:`.legacy_reward.refusal` names: no fix is offered
-there.
+reference model) and ``scale_rewards=none`` (``false`` where the release types it as a bool,
+0.16-0.21; the group std would scale the reward KL), run with ``kl-patches trl grpo``. Releases
+0.14-0.26 run it as a sequence-level KL reward function (0.18 included:
+:data:`.versions.REFERENCE_IN_LOSS`), which the patch refuses for what
+:func:`.legacy_reward.refusal` names: no fix is offered there.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def _has(entry: AuditEntry, name: str) -> bool:
     return found is None or name in found
 
 
+def _unscaled(entry: AuditEntry) -> str:
+    """``scale_rewards``'s "no std scaling" value in the launch's release."""
+    from .versions import unscaled_value
+
+    return unscaled_value((entry.library_version or "1.16.0").split("+")[0])
+
+
 KL_SWITCHES = frozenset({"beta", "loss_type"})
 """The settings that decide whether a GRPO launch runs a KL at all: ``beta``, and under
 unsloth ``loss_type`` (its ``beta`` default is 0.0 under dapo or dr_grpo, else 0.001:
@@ -93,7 +101,7 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
     """Native follow-ups: the reward KL outside the group std."""
     if finding.code == "trl.std_scaled_kl" and _has(entry, "scale_rewards"):
-        return [Change("set", "trl", "scale_rewards", "none", reason=finding.code)]
+        return [Change("set", "trl", "scale_rewards", _unscaled(entry), reason=finding.code)]
     return []
 
 
@@ -110,12 +118,23 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
         return None
     if v >= Version("0.27"):
         return None
-    if v.release[:2] == (0, 18):
-        return "the kl-patches TRL patch does not run on TRL 0.18.x"
     from kl_patches.adapters.trl.legacy_reward import refusal
 
     return refusal(KLConfig(estimator="k1", placement="reward", coef=coef,
                             reward_shape="sequence"))  # fmt: skip
+
+
+def _fused_off(entry: AuditEntry) -> list[Change]:
+    """The fused Liger loss switched off (the ``trl.fused_loss`` finding's ``FLAG=False``):
+    its k3 is fixed when the trainer is built, so the patch refuses it on every route
+    (``use_liger_loss`` in :func:`.legacy.check`, ``use_liger_loss``/``use_liger_kernel`` in
+    :func:`.hooks.validate`) and the launcher would stop on the written file."""
+    out = []
+    for finding in entry.findings:
+        flag, _, value = finding.fix.partition("=")
+        if finding.code == "trl.fused_loss" and value == "False" and flag.isidentifier():
+            out.append(Change("set", "trl", flag, "false", reason=finding.code))
+    return out
 
 
 def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
@@ -125,13 +144,6 @@ def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
     checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
     loss-side KL, which the fix does not write."""
-    version = entry.library_version or entry.reading.version
-    try:
-        on_018 = bool(version) and Version(str(version)).release[:2] == (0, 18)
-    except InvalidVersion:
-        on_018 = False
-    if on_018:
-        return legacy_refusal(version, KLConfig().coef)
     own = [f for f in entry.findings if f.code == "trl.project_trainer"]
     if own:  # the project's own trainer class: TRL's patched classes never run
         return (
@@ -164,8 +176,9 @@ def patched(
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
     out = [Change("set", "trl", "beta", "0.0", reason="kl")]
+    out += _fused_off(entry)
     if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
-        out.append(Change("set", "trl", "scale_rewards", "none", reason="kl"))
+        out.append(Change("set", "trl", "scale_rewards", _unscaled(entry), reason="kl"))
     if inp.kind == "yaml":
         out += [
             Change("set", "trl", "kl.name", "k1-in-reward", reason="kl"),

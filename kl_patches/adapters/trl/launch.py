@@ -329,6 +329,8 @@ def main(argv: list[str]) -> int:
     world = os.environ.get("WORLD_SIZE", "1")
     errors.say(f"kl_patches.trl rank {rank}/{world}: {config}; hook calls {calls}")
     needed = ["__init__", "_generate_and_score_completions", "_compute_loss"]
+    if _native_release():  # 0.14-0.26 patch __init__ only; legacy_reward checks every step
+        needed = ["__init__"]
     code = 0
     if config.placement != "none" and any(calls.get(n, 0) == 0 for n in needed):
         errors.say(f"kl_patches.trl rank {rank}: the KL hooks did not run: {calls}")
@@ -386,6 +388,9 @@ class Launch:
         else:
             what = f"{kind}Config.beta=0 (was {was:g}): no reference model, no KL from TRL"
         out = [what] if was is None or float(was) != beta else []
+        if _native_release():
+            out.append(_native_change(kind, config))
+            return out
         out.append(
             f"{kind}Trainer's methods are patched in place on every rank (the hooks of "
             "kl_patches.adapters.trl.hooks); the advantages are recomputed with TRL's own "
@@ -404,10 +409,39 @@ class Launch:
             config=config,
             updates=self.updates(),
             coef_source=coef_source(self.coef_given, DEFAULTS_OF_FLAGS["coef"].source),
-            route=f"TRL's {self.kind}Trainer with the kl-patches hooks (patched in place)"
+            route=(
+                f"TRL's {self.kind}Trainer through its own beta and reward functions (no hook "
+                "points before TRL 0.27: kl_patches.adapters.trl.legacy)"
+                if _native_release()
+                else f"TRL's {self.kind}Trainer with the kl-patches hooks (patched in place)"
+            )
             + ("; full-vocabulary KL monitor on" if self.monitor else ""),
             changes=tuple(self.changes(config)),
         )
+
+
+def _native_release() -> bool:
+    """Whether the installed TRL is patched through ``beta`` and a reward function only
+    (0.14-0.26, :mod:`.legacy`) rather than the hooks (False without TRL)."""
+    from .versions import installed_version, patch_mode
+
+    try:
+        return patch_mode(installed_version()) == "native"
+    except ImportError:
+        return False
+
+
+def _native_change(kind: str, config: KLConfig) -> str:
+    """What the patched ``__init__`` of a 0.14-0.26 release changes (:mod:`.legacy`)."""
+    from .legacy_reward import PENALTY_NAME
+
+    if kind == "GRPO" and config.has_reward:
+        return (
+            f"{kind}Trainer.__init__ is patched on every rank: one more reward function, "
+            f"{PENALTY_NAME}, gives -coef * the sequence KL, which TRL sums into the reward "
+            "before its own group normalisation"
+        )
+    return f"{kind}Trainer.__init__ is patched on every rank: TRL's own beta runs the KL"
 
 
 def updates_of(training: Any) -> Updates:
@@ -442,7 +476,13 @@ def check(launch: Launch) -> None:
     if training is None:
         raise errors.UsageError("TRL's parser returned no GRPO/RLOO training arguments")
     try:
-        validate(launch.kind, training, launch.config)
+        if _native_release():  # what the patched __init__ of 0.14-0.26 checks (legacy.py)
+            from . import legacy
+            from .versions import installed_version
+
+            legacy.check(launch.kind, training, launch.config, installed_version())
+        else:
+            validate(launch.kind, training, launch.config)
     except ValueError as err:
         raise errors.UsageError(str(err)) from None
     announce(launch.report(launch.config))

@@ -38,7 +38,6 @@ from .versions import (
     NATIVE_ONLY,
     ONLINE_RLOO_FROM,
     installed_version,
-    no_reward_function,
     online_rloo,
     why_not_hooked,
 )
@@ -83,29 +82,38 @@ def native_beta(kind: str, args: Any, config: KLConfig, version: str) -> float:
         f"kl_patches.trl: TRL {version} runs a KL config only through its beta "
         f"({why_not_hooked(version)}). With these {kind}Config settings beta runs "
         f"KLConfig(**{native.to_dict()}), not {config}: pass kl=that config (or 'none')"
-        + _reward_hint(kind, version)
+        + _reward_hint(kind)
         + ", or install trl>=0.27 for any KL config"
     )
 
 
-def _reward_hint(kind: str, version: str) -> str:
+def _reward_hint(kind: str) -> str:
     if kind != "GRPO":
         return ""
-    why = no_reward_function(version)
-    if why:
-        return f" (no KL in the reward either: {why})"
     return ", or KL in the reward alone (reward_shape='sequence', no importance weighting)"
 
 
-def reward_side(kind: str, config: KLConfig, version: str) -> bool:
-    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`) on TRL
-    ``version``."""
-    return (
-        kind == "GRPO"
-        and config.has_reward
-        and legacy_reward.refusal(config) is None
-        and no_reward_function(version) is None
-    )
+def reward_side(kind: str, config: KLConfig) -> bool:
+    """True when ``config`` runs as the penalty reward function (:mod:`.legacy_reward`), on
+    every release of :data:`.versions.NATIVE_ONLY`."""
+    return kind == "GRPO" and config.has_reward and legacy_reward.refusal(config) is None
+
+
+def check(kind: str, args: Any, config: KLConfig, version: str) -> None:
+    """ValueError unless the patched ``__init__`` of TRL ``version`` runs ``config`` with the
+    live ``args`` (what :func:`prepare` refuses, without building anything)."""
+    if reward_side(kind, config):
+        if not config.coef > 0:
+            raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
+        if getattr(args, "use_liger_loss", False) is True:  # 0.17-0.27
+            raise ValueError(
+                "kl_patches.trl: use_liger_loss=True computes GRPO's loss in Liger's fused loss, "
+                "built with beta at construction (grpo_trainer.py:584 in 0.18.2), so TRL's k3 "
+                "term cannot be switched off while the KL runs in the reward; set "
+                "use_liger_loss=False"
+            )
+        return
+    native_beta(kind, args, config, version)
 
 
 def prepare(
@@ -124,9 +132,8 @@ def prepare(
         args = config_cls(f"{str(name).split('/')[-1]}-{kind}")
     else:
         args = copy.copy(args)
-    if reward_side(kind, config, version):
-        if not config.coef > 0:
-            raise ValueError("kl_patches.trl: KL in the reward needs coef > 0 (or use 'none')")
+    if reward_side(kind, config):
+        check(kind, args, config, version)
         args.beta = config.coef  # non-zero: TRL builds and runs the reference model
         return args, legacy_reward.prepare(args, reward_funcs)
     args.beta = native_beta(kind, args, config, version)
@@ -144,7 +151,7 @@ def after_init(trainer: Any, kind: str, config: KLConfig, beta: float, version: 
         )
     trainer._kl_config = config
     trainer._kl_native = True
-    if reward_side(kind, config, version):
+    if reward_side(kind, config):
         legacy_reward.bind(trainer, config)
 
 

@@ -14,6 +14,12 @@ Where its inputs come from, in the same scoring pass:
   reference model whose logits are reduced exactly as 0.14 reduces them;
 * the sampling policy's log-probs: one extra no-grad forward of the policy with TRL's own
   arguments (TRL computes them itself only when ``num_iterations > 1``);
+* TRL 0.18 (:data:`.versions.REFERENCE_IN_LOSS`) runs the reference forward only in the loss,
+  after the rewards. There TRL's own policy scoring forward (grpo_trainer.py:1140-1145 in
+  0.18.2, run when ``num_iterations > 1``) is forced by reading ``num_iterations`` as 2 during
+  ``_generate_and_score_completions`` only, its arguments and output are captured, and the
+  penalty runs the reference forward with the same arguments. Where TRL would not have run that
+  forward, its ``old_per_token_logps`` is put back to None afterwards, so TRL's loss is its own;
 * the completion mask: the attention mask of the completion part (0.15-0.26), or 0.14's own
   first-EOS rule.
 
@@ -23,9 +29,10 @@ a callback checks that the penalty ran once per scoring pass and the loss hook r
 did not take fails loudly.
 
 Deviations from the 1.x hooks: only ``reward_shape="sequence"`` without importance weighting
-(TRL's advantage is one number per sequence here), no loss side in the same config, and a
-separate reference model (no PEFT adapter). TRL's logged ``reward`` includes the penalty, which
-it also logs as ``rewards/kl_patches_penalty``.
+(TRL's advantage is one number per sequence here), no loss side in the same config, a
+separate reference model (no PEFT adapter), and no ``use_liger_loss`` (Liger's fused loss takes
+``beta`` when the trainer is built: :func:`.legacy.check`). TRL's logged ``reward`` includes
+the penalty, which it also logs as ``rewards/kl_patches_penalty``.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ import torch
 from kl_patches.adapters import metrics
 from kl_patches.config import KLConfig
 from kl_patches.core import reward_penalty, sequence_kl
+
+from .versions import installed_version, reference_in_loss
 
 PENALTY_NAME = "kl_patches_penalty"
 """The reward function's name (TRL logs ``rewards/<name>``)."""
@@ -102,6 +111,13 @@ def bind(trainer: Any, config: KLConfig) -> None:
         trainer.ref_model.register_forward_hook(_forward_hook(trainer), with_kwargs=True)
     else:
         setattr(trainer, method, _capturing(trainer, getattr(trainer, method)))
+    trainer._kl_policy_calls = []
+    trainer._kl_scoring = False
+    trainer._kl_policy_first = bool(reference_in_loss(installed_version()))
+    if trainer._kl_policy_first:
+        trainer._generate_and_score_completions = _policy_forced(
+            trainer, trainer._generate_and_score_completions
+        )
     trainer.compute_loss = _without_k3(trainer, trainer.compute_loss)
     trainer.add_callback(_step_check(trainer))
 
@@ -109,12 +125,51 @@ def bind(trainer: Any, config: KLConfig) -> None:
 def _capturing(trainer: Any, call: Callable[..., Any]) -> Callable[..., Any]:
     def logps(model: Any, *args: Any, **kwargs: Any) -> Any:
         out = call(model, *args, **kwargs)
+        values = out[0] if isinstance(out, tuple) else out
         if model is trainer.ref_model:
-            values = out[0] if isinstance(out, tuple) else out
             trainer._kl_ref_calls.append((args, kwargs, values))
+        elif trainer._kl_scoring:  # TRL's policy scoring forward (0.18: _policy_forced)
+            trainer._kl_policy_calls.append((args, kwargs, values))
         return out
 
     return logps
+
+
+def _policy_forced(trainer: Any, call: Callable[..., Any]) -> Callable[..., Any]:
+    """TRL 0.18's ``_generate_and_score_completions`` with its policy scoring forward run
+    (``num_iterations`` read as 2 during the call: grpo_trainer.py:1140 in 0.18.2, its only
+    read there) and captured; afterwards ``old_per_token_logps`` is None again where TRL's own
+    condition leaves it None (its ``_compute_loss`` then uses the detached log-probs of the
+    loss's forward, grpo_trainer.py:1363), so the batch TRL's loss sees is its own."""
+
+    def generate_and_score(*args: Any, **kwargs: Any) -> Any:
+        own = trainer.num_iterations > 1 or (
+            trainer.args.steps_per_generation > trainer.args.gradient_accumulation_steps
+        )
+        saved = trainer.num_iterations
+        trainer._kl_policy_calls.clear()
+        trainer._kl_scoring = True
+        if not own:
+            trainer.num_iterations = 2
+        try:
+            out = call(*args, **kwargs)
+        finally:
+            trainer.num_iterations = saved
+            trainer._kl_scoring = False
+        if out.get("old_per_token_logps") is None:
+            raise RuntimeError(
+                _NOT_TAKEN.format(what="TRL's policy scoring forward", where="scoring")
+            )
+        if trainer._kl_policy_calls:  # captured, but no penalty read it
+            trainer._kl_policy_calls.clear()
+            raise RuntimeError(
+                _NOT_TAKEN.format(what="the KL penalty reward function", where="scoring")
+            )
+        if not own:
+            out["old_per_token_logps"] = None
+        return out
+
+    return generate_and_score
 
 
 def _forward_hook(trainer: Any) -> Callable[..., Any]:
@@ -164,6 +219,8 @@ def _mask_014(completion_ids: torch.Tensor, eos: int) -> torch.Tensor:
 
 def _inputs(trainer: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(policy, ref, mask)`` of the completions TRL is scoring (local rows)."""
+    if trainer._kl_policy_first:
+        return _inputs_policy_first(trainer)
     if not trainer._kl_ref_calls:
         raise RuntimeError(_NOT_TAKEN.format(what="TRL's reference forward", where="scoring"))
     args, kwargs, ref = trainer._kl_ref_calls.pop()
@@ -183,6 +240,21 @@ def _inputs(trainer: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
             attention, keep = args[1], args[2]
             mask = attention[:, -keep:]
     return policy, ref, mask
+
+
+def _inputs_policy_first(trainer: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """TRL 0.18: the policy's log-probs captured on TRL's scoring forward, the reference's
+    from TRL's log-prob method on the reference model with the same arguments."""
+    if not trainer._kl_policy_calls:
+        raise RuntimeError(_NOT_TAKEN.format(what="TRL's policy scoring forward", where="scoring"))
+    args, kwargs, policy = trainer._kl_policy_calls.pop()
+    trainer._kl_policy_calls.clear()
+    with torch.no_grad():
+        out = getattr(trainer, trainer._kl_logps_method)(trainer.ref_model, *args, **kwargs)
+    trainer._kl_ref_calls.clear()
+    ref = out[0] if isinstance(out, tuple) else out
+    attention, keep = args[1], args[2]
+    return policy, ref, attention[:, -keep:]
 
 
 def _penalty(trainer: Any) -> list[float]:

@@ -33,7 +33,14 @@ from .fieldsets import (
 from .history import HISTORY
 from .semantics import TrlSemantics, semantics
 from .translate import KL_BLOCK, KL_KEYS, MONITOR_FIELD, flatten_kl_block, kind_of, patched_config
-from .versions import ABSENT_MEANS, GRPO_DEFAULTS, HOOKS_FROM, RLOO_DEFAULTS, SUPPORT
+from .versions import (
+    ABSENT_MEANS,
+    GRPO_DEFAULTS,
+    HOOKS_FROM,
+    RLOO_DEFAULTS,
+    SUPPORT,
+    unscaled_value,
+)
 
 COVERS = {
     "trl.kl_off": "kl_off",
@@ -205,16 +212,15 @@ def _fix(kind: str, s: dict[str, object], config: KLConfig) -> tuple[str, ...]:
 
 
 def _switch(kind: str, s: dict[str, object], coef: float, sem: TrlSemantics | None = None) -> str:
-    """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` where
-    GRPO would divide the KL-shaped reward by the group std and the release has that field
-    (0.16 on), and ``--kl.reward_shape sequence`` where the patch runs the KL as a reward
-    function (before 0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
+    """``kl-patches trl grpo|rloo ... --kl k1-in-reward``, with ``--scale_rewards none`` (``false``
+    where the field is a bool, 0.16-0.21: :func:`.versions.unscaled_value`) where GRPO would
+    divide the KL-shaped reward by the group std and the release has that field (0.16 on), and
+    ``--kl.reward_shape sequence`` where the patch runs the KL as a reward function (before
+    0.27: :mod:`.legacy_reward` refuses reward-to-go)."""
     sem = sem or semantics()
     has_scale = not sem.accepted or "scale_rewards" in sem.accepted
     scaled = kind == "GRPO" and has_scale and s.get("scale_rewards") not in ("none", False, None)
-    extra = "--scale_rewards none" if scaled and isinstance(s["scale_rewards"], str) else ""
-    if scaled and not extra:
-        extra = "--scale_rewards false"
+    extra = f"--scale_rewards {unscaled_value(sem.release)}" if scaled else ""
     config = KLConfig.parse("k1-in-reward", coef=coef)
     if kind == "GRPO" and Version(sem.release) < Version(HOOKS_FROM):
         config = config.replace(reward_shape="sequence")

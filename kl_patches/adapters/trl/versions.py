@@ -118,22 +118,26 @@ def installed_version() -> str:
     return str(trl.__version__)
 
 
-NO_REWARD_FUNCTION: tuple[tuple[str, str, str], ...] = (
+REFERENCE_IN_LOSS: tuple[tuple[str, str, str], ...] = (
     (
         "0.18.0",
         "0.18.2",
         "TRL 0.18 computes the reference log-probs in _compute_loss, after the rewards "
-        "(grpo_trainer.py:1283 in 0.18.2), so a reward function cannot read them",
+        "(grpo_trainer.py:1283-1293 in 0.18.2), and the policy's own before the rewards only "
+        "when num_iterations > 1 or steps_per_generation > gradient_accumulation_steps "
+        "(grpo_trainer.py:1140-1145); num_iterations is read nowhere else in "
+        "_generate_and_score_completions (the same in 0.18.0 and 0.18.1)",
     ),
 )
-"""``(first, last, why)``: releases of :data:`NATIVE_ONLY` where GRPO's KL cannot run as a
-reward function (:mod:`.legacy_reward`)."""
+"""``(first, last, why)``: releases of :data:`NATIVE_ONLY` where GRPO's KL in the reward runs
+through TRL's own policy scoring forward, forced for the scoring call only (:mod:`.legacy_reward`,
+``_policy_forced``), instead of the reference forward TRL runs before the rewards elsewhere."""
 
 
-def no_reward_function(version: str) -> str | None:
-    """Why GRPO's KL in the reward cannot run as a reward function on ``version`` (None: it
-    can, or the hooks run there)."""
-    for first, last, why in NO_REWARD_FUNCTION:
+def reference_in_loss(version: str) -> str | None:
+    """Why TRL ``version`` has no reference forward before the rewards (None: it has one, or
+    the hooks run there)."""
+    for first, last, why in REFERENCE_IN_LOSS:
         if Version(first) <= Version(version) <= Version(last):
             return why
     return None
@@ -178,25 +182,30 @@ COMPAT_MATRIX: tuple[str, ...] = tuple(
 :data:`CPU_UNTESTABLE`."""
 
 
-COMPAT_MATRIX_0X: tuple[str, ...] = ("0.29.1", "0.23.0", "0.19.0", "0.16.0", "0.14.0")
+COMPAT_MATRIX_0X: tuple[str, ...] = ("0.29.1", "0.23.0", "0.19.0", "0.18.2", "0.16.0", "0.14.0")
 """The 0.x releases ``nox -s compat`` tests, newest first (the order they are installed): the
 newest 0.x (the hooks) and one release of each segment of :data:`WHY_NOT_HOOKED` but 0.26
-(0.14.0, oldest; 0.16.0; 0.19.0, the ``beta`` default change to 0.0; 0.23.0). 0.27.0, the
+(0.14.0, oldest; 0.16.0; 0.18.2, the KL reward function on TRL's policy scoring forward,
+:data:`REFERENCE_IN_LOSS`; 0.19.0, the ``beta`` default change to 0.0; 0.23.0). 0.27.0, the
 oldest release the hooks patch, was tested once (:data:`ONCE_0X`): a hooks step costs the CI
 about 2.5 min (its install and 58 tests), a ``beta``/reward-function step about 1 min."""
 
 ONCE_0X: dict[str, str] = {
-    "0.15.2": "12 passed (tests/adapters/trl/test_legacy.py, transformers 4.51.3)",
-    "0.18.2": "12 passed (test_legacy.py: the reward function refused, 4.51.3)",
+    "0.15.2": "15 passed, 3 skipped (tests/adapters/trl/test_legacy.py: no scored batch to "
+    "share, no forced forward; transformers 4.51.3)",
+    "0.17.0": "17 passed, 1 skipped (test_legacy.py: no forced forward; 4.51.3)",
+    "0.18.0": "18 passed (test_legacy.py: the KL reward function on TRL's policy scoring "
+    "forward; 4.51.3)",
+    "0.18.1": "18 passed (test_legacy.py, as 0.18.0; 4.51.3)",
     "0.20.0": "12 passed (test_legacy.py, 4.56.2)",
     "0.22.0": "12 passed (test_legacy.py, 4.56.2)",
     "0.25.1": "12 passed (test_legacy.py, 4.56.2)",
-    "0.26.2": "12 passed (test_legacy.py, 4.56.2)",
+    "0.26.2": "17 passed, 1 skipped (test_legacy.py: no forced forward; 4.56.2)",
     "0.27.0": "57 passed, 1 deselected (luspo, a known difference; 4.56.2)",
     "0.28.0": "57 passed, 1 deselected (luspo, a known difference; 4.56.2)",
 }
-"""0.x release -> result of its compat tests run once here (2026-12-07, transformers 4.56.2),
-outside :data:`COMPAT_MATRIX_0X`."""
+"""0.x release -> result of its compat tests run once here (2026-12-07, transformers 4.56.2
+unless the entry names 4.51.3), outside :data:`COMPAT_MATRIX_0X`."""
 
 PINS_0X: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -398,6 +407,24 @@ ABSENT_MEANS: dict[str, object] = {
 0.29 rewards are summed then normalised; 0.14-0.15 always divide by the group std."""
 
 
+def unscaled_value(version: str) -> str:
+    """GRPOConfig's ``scale_rewards`` value for "no std scaling" as TRL ``version``'s parser
+    takes it: ``false`` where the field is a bool (0.16-0.21: ``scale_rewards: bool = True``,
+    grpo_config.py:428 in 0.18.0; TrlParser refuses ``none`` there), ``none`` where it is a
+    string (0.22 on: ``"group"``, ``"batch"`` or ``"none"``) or unrecorded."""
+    from packaging.version import InvalidVersion
+
+    from kl_patches.adapters.releases import recording
+
+    try:
+        field = (
+            recording("kl_patches.adapters.trl").at(version).entry("GRPOConfig", "scale_rewards")
+        )
+    except (ValueError, KeyError, InvalidVersion):
+        field = None
+    return "false" if field is not None and isinstance(field["default"], bool) else "none"
+
+
 def _recorded_defaults(kind: str, version: str, base: dict[str, object]) -> dict[str, object]:
     from kl_patches.adapters.releases import recording
 
@@ -493,10 +520,13 @@ def _rows_0x() -> list[SupportRow]:
             + rloo
         )
         reward = (
-            "GRPO: what `beta` runs"
-            if no_reward_function(first)
-            else "GRPO: KL in the reward (sequence-level, as one more reward function) and what "
-            "`beta` runs"
+            "GRPO: KL in the reward (sequence-level, as one more reward function"
+            + (
+                "; the reference log-probs taken on TRL's own policy scoring forward"
+                if reference_in_loss(first)
+                else ""
+            )
+            + ") and what `beta` runs"
         )
         patched = f"{reward}; RLOO: what `beta` runs; anything else refused ({why})"
         rows.append(SupportRow(f"{first}-{last}", native, patched, _tested_0x(first, last)))

@@ -101,6 +101,19 @@ def test_refuses_the_ppo_style_rloo() -> None:
         legacy.native_beta("RLOO", _args(), KLConfig(coef=0.05), "0.21.0")
 
 
+def test_reward_route_refuses_the_fused_liger_loss() -> None:
+    """GRPO's Liger loss is built with ``beta`` at construction, so the reward route (``beta``
+    non-zero, switched to 0 only around ``compute_loss``) would keep TRL's k3 term: refused,
+    naming the flag; ``use_liger_kernel`` (transformers' kernels, not the loss before 0.25) and
+    the ``beta`` route are not concerned."""
+    config = KLConfig(coef=0.04)
+    with pytest.raises(ValueError, match="use_liger_loss=False"):
+        legacy.check("GRPO", _args(use_liger_loss=True), config, "0.18.0")
+    legacy.check("GRPO", _args(use_liger_loss=False, use_liger_kernel=True), config, "0.18.0")
+    k3 = KLConfig(estimator="k3", placement="loss", coef=0.04, loss_aggregation="token_mean")
+    legacy.check("GRPO", _args(use_liger_loss=True, loss_type="bnpo"), k3, "0.18.0")
+
+
 # ------------------------------------------------------------------ against the installed TRL
 @needs_native
 def test_canary_reads_the_recorded_body(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,6 +217,14 @@ def test_two_training_steps_with_the_native_kl(dirs: tuple[Path, Path]) -> None:
     assert logged[-1] > 0.0  # the policy moved away from the reference
 
 
+def _plain_logps(trainer: Any, model: Any, ids: torch.Tensor, keep: int) -> torch.Tensor:
+    """A model's completion log-probs from a plain forward, no TRL code (TRL's temperature)."""
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[:, -keep - 1 : -1].float()
+    plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
+    return plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
+
+
 @needs_native
 def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
@@ -221,14 +242,16 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
     real_inputs, real_penalty = legacy_reward._inputs, legacy_reward._penalty
 
     def spy_inputs(trainer: Any) -> Any:
-        ids = trainer._kl_ref_calls[-1][0][0]
+        calls = trainer._kl_policy_calls if trainer._kl_policy_first else trainer._kl_ref_calls
+        ids = calls[-1][0][0]
         policy, ref, mask = real_inputs(trainer)
         keep = mask.size(1)
-        with torch.no_grad():  # the policy's log-probs from a plain forward, no TRL code
-            logits = trainer.model(input_ids=ids).logits[:, -keep - 1 : -1].float()
-        plain = torch.log_softmax(logits / getattr(trainer, "temperature", 1.0), -1)
-        plain = plain.gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
-        assert float(((plain - policy) * mask).abs().max()) < 1e-5
+        for model, found in ((trainer.model, policy), (trainer.ref_model, ref)):
+            if trainer._kl_logps_method is None:  # 0.14: the reference arrives as logits
+                continue
+            assert (
+                float(((_plain_logps(trainer, model, ids, keep) - found) * mask).abs().max()) < 1e-5
+            )
         seen.append((policy, ref, mask))
         return policy, ref, mask
 
@@ -241,10 +264,6 @@ def test_grpo_k1_in_reward_two_steps_penalty_as_the_core_computes(
 
     monkeypatch.setattr(legacy_reward, "_inputs", spy_inputs)
     monkeypatch.setattr(legacy_reward, "_penalty", spy_penalty)
-    if versions.no_reward_function(INSTALLED):  # 0.18: reference log-probs only in the loss
-        with pytest.raises(ValueError, match="no KL in the reward either"):
-            _trainer(dirs, patched=True, kl=KLConfig(coef=coef), **_overrides())
-        return
     trainer = _trainer(
         dirs, patched=True, kl=KLConfig(coef=coef), gradient_accumulation_steps=1, **_overrides()
     )
@@ -291,3 +310,137 @@ def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
     native.beta = 0.0  # the KL changes the advantages, so the equality above could fail
     batch_0 = harness.scored_batch(native, seed=7)
     assert float((batch_n["advantages"] - batch_0["advantages"]).abs().max()) > 1e-4
+
+
+@needs_native
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_grpo_k1_in_reward_leaves_trl_loss_its_own(
+    dirs: tuple[Path, Path], iterations: int
+) -> None:
+    """On the batch the patched trainer scored (the penalty in its advantages), TRL's loss and
+    gradients are bit for bit those of native TRL at ``beta=0`` on the same batch: the reward
+    route leaves the loss alone (TRL 0.18 included, where the patch forces TRL's policy scoring
+    forward and puts ``old_per_token_logps`` back to None, as TRL leaves it; with
+    ``num_iterations=2`` TRL runs that forward itself and keeps its output)."""
+    from trl_support import harness
+
+    if not hasattr(trl.GRPOTrainer, "_generate_and_score_completions"):
+        pytest.skip("0.14-0.15 score inside compute_loss/_prepare_inputs: no batch to share")
+    shape = {**_overrides(), "num_iterations": iterations}
+    native = _trainer(dirs, patched=False, beta=0.0, **shape)
+    patched = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **shape)
+    harness.perturb(native.model)
+    harness.perturb(patched.model)
+    batch = harness.scored_batch(patched, seed=3)
+    assert patched._kl_penalty_calls == 1
+    own = harness.scored_batch(native, seed=3)
+    # beyond TRL's own keys, only the reference log-probs TRL computed for beta != 0 (0.19+),
+    # which its loss does not read at beta=0
+    assert set(own) <= set(batch) and set(batch) - set(own) <= {"ref_per_token_logps"}
+    old, own_old = batch.get("old_per_token_logps"), own.get("old_per_token_logps")
+    assert (old is None) == (own_old is None)
+    assert (own_old is None) == (iterations == 1)  # TRL's own condition
+    assert torch.equal(batch["completion_ids"], own["completion_ids"])
+    assert not torch.equal(batch["advantages"], own["advantages"])  # the penalty is in them
+    for trainer in (native, patched):
+        trainer.current_gradient_accumulation_steps = 1  # read by some releases' loss
+    loss_n, grads_n = _loss_on(native, batch)
+    loss_p, grads_p = _loss_on(patched, batch)
+    assert torch.equal(loss_n, loss_p)
+    assert all(torch.equal(a, b) for a, b in zip(grads_n, grads_p, strict=True))
+    assert patched._kl_loss_calls == 1 and patched.beta == 0.1
+
+
+def _loss_on(trainer: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    trainer.model.train()
+    params = [p for p in trainer.model.parameters() if p.requires_grad]
+    loss = trainer.compute_loss(trainer.model, dict(batch))
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return loss.detach(), [
+        torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)
+    ]
+
+
+@needs_native
+def test_grpo_k1_in_reward_fails_loudly_without_trl_policy_forward(
+    dirs: tuple[Path, Path],
+) -> None:
+    """TRL 0.18: where TRL's policy scoring forward is not captured (its internals differ), the
+    penalty raises instead of scoring without the KL."""
+    from trl_support import harness
+
+    if not versions.reference_in_loss(INSTALLED):
+        pytest.skip("the reference forward runs before the rewards here: nothing is forced")
+    trainer = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **_overrides())
+    method = trainer._kl_logps_method
+    setattr(trainer, method, getattr(trl.GRPOTrainer, method).__get__(trainer))  # no capture
+    with pytest.raises(RuntimeError, match="policy scoring forward did not run"):
+        harness.scored_batch(trainer, seed=3)
+
+
+@needs_native
+def test_launcher_check_describes_the_reward_function_route(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kl_patches.trl grpo --check`` on a 0.14-0.26 release checks what the patched
+    ``__init__`` checks there (not the hooks' rules: ``use_liger_kernel`` is transformers'
+    kernels here) and reports the reward-function route; ``use_liger_loss`` is refused."""
+    from kl_patches.adapters.trl import launch
+
+    recipe = tmp_path / "grpo.yaml"
+    recipe.write_text(
+        f"model_name_or_path: {tmp_path}\ndataset_name: none\noutput_dir: {tmp_path / 'out'}\n"
+        "beta: 0.0\nuse_liger_kernel: true\n"
+        "kl:\n  name: k1-in-reward\n  coef: 0.04\n  reward_shape: sequence\n",
+        encoding="utf-8",
+    )
+    argv = ["grpo", "--config", str(recipe), "--bf16", "false", "--use_cpu", "true", "--check"]
+    assert launch.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "coef=0.04" in err and "GRPOConfig.__post_init__ accept the arguments" in err
+    assert "one more reward function, kl_patches_penalty" in err and "hooks" not in err
+    assert not (tmp_path / "out").exists()
+    import dataclasses
+
+    if "use_liger_loss" not in {f.name for f in dataclasses.fields(trl.GRPOConfig)}:
+        return  # before 0.17: no fused loss to refuse
+    assert launch.main([*argv[:-1], "--use_liger_loss", "true", "--check"]) == 2
+    assert "set use_liger_loss=False" in capsys.readouterr().err
+
+
+@needs_native
+def test_launcher_trains_with_the_kl_in_the_reward(
+    dirs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m kl_patches.trl grpo --config ...`` through TRL's own script: two steps with
+    the penalty logged, and the exit check asks only for what a 0.14-0.26 patch hooks
+    (``__init__``; the per-step check is legacy_reward's callback), so the run ends with 0."""
+    import json
+
+    from kl_patches.adapters import metrics
+    from kl_patches.adapters.trl import launch, patch
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [json.dumps({"prompt": f"count to {i}:"}) for i in range(16)]
+    (data / "train.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    recipe = tmp_path / "grpo.yaml"
+    # TRL's 0.14-0.18 scripts build their reward from a reward model (reward_model_name_or_path)
+    recipe.write_text(
+        f"model_name_or_path: {dirs[0]}\nreward_model_name_or_path: {dirs[0]}\n"
+        f"dataset_name: {data}\noutput_dir: {tmp_path / 'out'}\n"
+        "per_device_train_batch_size: 8\nnum_generations: 4\nmax_completion_length: 8\n"
+        "max_steps: 2\nlogging_steps: 1\nreport_to: none\nsave_strategy: 'no'\n"
+        "use_cpu: true\nbf16: false\nbeta: 0.0\n"
+        "kl:\n  name: k1-in-reward\n  coef: 0.1\n  reward_shape: sequence\n",
+        encoding="utf-8",
+    )
+    try:
+        assert launch.main(["grpo", "--config", str(recipe)]) == 0
+    finally:
+        patch.revert()
+    captured = capsys.readouterr()
+    assert "hook calls {'__init__': 1}" in captured.err and "did not run" not in captured.err
+    assert (
+        captured.out.count(metrics.REWARD_PENALTY) + captured.err.count(metrics.REWARD_PENALTY) >= 2
+    )

@@ -52,9 +52,21 @@ def test_trl_grpo_is_labelled_with_kl_patches(tmp_path: Path) -> None:
     assert any(c.action == "entry_point" for c in plan.changes.changes)
 
 
-def test_trl_018_is_refused_by_the_patch_so_no_kl_patches_fix(tmp_path: Path) -> None:
-    (plan,) = _plans(tmp_path, *CASES["trl-shell"], versions={"trl": "0.18.0"})
-    assert plan.changes is None or not any(c.action == "entry_point" for c in plan.changes.changes)
+@pytest.mark.parametrize(
+    ("version", "unscaled"),
+    [("0.18.0", "false"), ("0.21.0", "false"), ("0.22.0", "none"), ("1.16.0", "none")],
+)
+def test_trl_grpo_route_writes_scale_rewards_as_the_release_types_it(
+    tmp_path: Path, version: str, unscaled: str
+) -> None:
+    """0.18 included (the patch runs the KL as a reward function there too), with
+    ``scale_rewards`` off in the release's own type: a bool up to 0.21, a string from 0.22."""
+    (plan,) = _plans(tmp_path, *CASES["trl-shell"], versions={"trl": version})
+    assert plan.changes is not None, plan.why
+    assert any(c.action == "entry_point" for c in plan.changes.changes)
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys["scale_rewards"] == unscaled
+    assert plan.after is not None and plan.after.status not in ("biased", "error")
 
 
 def test_a_launch_without_kl_keeps_none(tmp_path: Path) -> None:
@@ -180,3 +192,20 @@ def test_an_unsloth_grpo_launch_with_kl_gets_no_kl_patches_trl_route(tmp_path: P
     (plan,) = _plans(tmp_path, "train.py", text)
     assert plan.entry.kl_on and plan.changes is None
     assert "kl_patches.trl refuses unsloth's generated GRPOTrainer" in plan.why, plan.why
+
+
+@pytest.mark.parametrize(
+    ("version", "flag"), [("0.18.0", "use_liger_loss"), ("1.10.0", "use_liger_kernel")]
+)
+def test_trl_route_switches_the_fused_liger_loss_off(
+    tmp_path: Path, version: str, flag: str
+) -> None:
+    """The fused Liger loss holds its own k3 from construction, so the patch refuses it on
+    every route (legacy.check, hooks.validate): the kl-patches change set switches it off
+    rather than writing a file the launcher then stops on."""
+    text = f"beta: 0.04\n{flag}: true\nlearning_rate: 1.0e-6\n"
+    (plan,) = _plans(tmp_path, "grpo.yaml", text, versions={"trl": version})
+    assert plan.changes is not None, plan.why
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys[flag] == "false" and keys["kl.name"] == "k1-in-reward"
+    assert plan.after is not None and plan.after.status not in ("biased", "error")
