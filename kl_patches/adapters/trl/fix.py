@@ -161,6 +161,24 @@ def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     return None
 
 
+def _kl_block_dropped(entry: AuditEntry, inp: AuditInput) -> bool:
+    """True for a YAML config of a release whose TrlParser drops keys no dataclass declares
+    (before :data:`.fieldsets.CONFIG_KEYS_CHECKED_SINCE`): there the ``kl`` block is lost
+    without a word when the file is run without kl-patches (a project's own script, the old
+    command), so its ``beta`` is kept, not set to 0. A run without the patch then keeps the
+    file's own KL instead of silently running none; with the patch, ``beta`` is the patch's
+    to set (``PATCH_SETS`` in :mod:`kl_patches.audit.fix.apply`: 0.14-0.26 set it from the
+    KL config)."""
+    from .fieldsets import config_keys_checked
+
+    try:
+        return inp.kind == "yaml" and not config_keys_checked(
+            (entry.library_version or "1.16.0").split("+")[0]
+        )
+    except InvalidVersion:
+        return False
+
+
 def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
@@ -175,7 +193,9 @@ def patched(
     except InvalidVersion:
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
-    out = [Change("set", "trl", "beta", "0.0", reason="kl")]
+    out = (
+        [] if _kl_block_dropped(entry, inp) else [Change("set", "trl", "beta", "0.0", reason="kl")]
+    )
     out += _fused_off(entry)
     if _has(entry, "scale_rewards"):  # 0.14-0.15 have none (user_choices says so)
         out.append(Change("set", "trl", "scale_rewards", _unscaled(entry), reason="kl"))

@@ -347,4 +347,11 @@ def summary(fix: FileFix) -> list[str]:
             words = " ".join(["kl-patches", launcher.command, *([sub] if isinstance(sub, str)
                               else sub), "--config", fix.path])  # fmt: skip
             out.append(f"  run it with the kl-patches launcher: {words}")
+            if plan.entry.reading.library == "trl":  # the launcher runs TRL's own script
+                out.append(
+                    "  (that runs TRL's own script; a project script that reads this config "
+                    "needs `import kl_patches.trl; kl_patches.trl.apply(...)` before it builds "
+                    "its trainer, with the kl block's values: run without either, TRL before "
+                    "0.19 drops the kl block without a word)"
+                )
     return out

@@ -215,3 +215,16 @@ def test_a_named_estimator_on_a_release_with_the_k3_switch_is_removed(tmp_path: 
     ]  # fmt: skip
     (entry,) = fix.after
     assert entry.status not in ("biased", "error")
+
+
+def test_a_trl_yaml_fix_says_what_a_project_script_needs(tmp_path: Path) -> None:
+    """The launcher line runs TRL's own script; the summary names the patch a project's own
+    script that reads the YAML needs, and that TRL before 0.19 drops the kl block silently."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("beta: 0.04\nlearning_rate: 1.0e-6\n")
+    fix = fix_file(path, versions={"trl": "0.18.0"})
+    assert fix.problems == [] and fix.changed, fix.problems
+    lines = summary(fix)
+    assert any("run it with the kl-patches launcher: kl-patches trl grpo" in ln for ln in lines)
+    assert any("kl_patches.trl.apply(...)" in ln and "0.19" in ln for ln in lines), lines
+    assert "beta: 0.04" in fix.new_text  # kept: a run without the patch keeps its own KL

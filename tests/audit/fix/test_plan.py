@@ -69,6 +69,21 @@ def test_trl_grpo_route_writes_scale_rewards_as_the_release_types_it(
     assert plan.after is not None and plan.after.status not in ("biased", "error")
 
 
+@pytest.mark.parametrize(("version", "beta"), [("0.18.0", None), ("0.19.0", "0.0")])
+def test_a_trl_yaml_keeps_its_beta_where_trl_drops_the_kl_block_silently(
+    tmp_path: Path, version: str, beta: str | None
+) -> None:
+    """Before 0.19 TrlParser drops unknown config keys: a run of the fixed YAML without
+    kl-patches loses the ``kl`` block silently, so ``beta`` stays (that run keeps the file's own
+    KL); from 0.19 it refuses the key, so ``beta: 0.0`` is safe. Re-audit clean in both."""
+    text = "beta: 0.04\nlearning_rate: 1.0e-6\n"
+    (plan,) = _plans(tmp_path, "grpo.yaml", text, versions={"trl": version})
+    assert plan.changes is not None, plan.why
+    keys = {c.key: c.value for c in plan.changes.changes}
+    assert keys["kl.name"] == "k1-in-reward" and keys.get("beta") == beta
+    assert plan.after is not None and plan.after.status not in ("biased", "error")
+
+
 def test_a_launch_without_kl_keeps_none(tmp_path: Path) -> None:
     text = VERL_SHELL.replace("use_kl_loss=True", "use_kl_loss=False").replace(
         "    actor_rollout_ref.actor.kl_loss_coef=$kl_coef \\\n", ""
