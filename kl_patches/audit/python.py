@@ -727,7 +727,7 @@ class _Reader:
             name.startswith("KLConfig") or short == "KLConfig"
         ):
             return self._klconfig(short, args, kwargs, what)
-        if short == "apply" and (name.startswith("kl_patches.") or name in self.kl_apply):
+        if (short == "apply" and name.startswith("kl_patches.")) or name in self.kl_apply:
             module = self.kl_apply_module.get(name) or name.rsplit(".", 1)[0]
             lib = self.kl_apply.get(name) or self._kl_library(module)
             config = args[0] if args else kwargs.get("config")
