@@ -7,7 +7,10 @@ block kl-patches' TRL launcher reads (``kl: {name: k1-in-reward, coef: C}`` in a
 reference model) and ``scale_rewards=none`` (the group std would scale the reward KL), run with
 ``kl-patches trl grpo``. Releases 0.14-0.26 run it as a sequence-level KL reward function, which
 the patch refuses on 0.18.x and for what :func:`.legacy_reward.refusal` names: no fix is offered
-there.
+there. A Python script that imports unsloth (whose generated GRPOTrainer the TRL patch refuses)
+gets unsloth's own loss-side patch applied in the script instead (:func:`_unsloth_route`). A
+``TrainingArguments`` field the installed transformers dropped is renamed to its successor
+(:mod:`.successors`).
 """
 
 from __future__ import annotations
@@ -144,10 +147,11 @@ def legacy_refusal(version: str | None, coef: float) -> str | None:
 def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     """Why the kl-patches route of :func:`patched` cannot run this launch (None: it can).
 
-    A GRPO launch that imports unsloth: unsloth rebinds ``trl.GRPOTrainer`` to its generated
-    trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
-    checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
-    loss-side KL, which the fix does not write."""
+    A GRPO launch that imports unsloth, read from a shell launch: unsloth rebinds
+    ``trl.GRPOTrainer`` to its generated trainer, which the TRL patch refuses
+    (``kl_patches/adapters/trl/foreign.py:49``, checked by ``patch.guard``), and unsloth's own
+    patch (:mod:`.unsloth`) must be applied inside the script (:func:`_unsloth_route` writes it
+    there when the script itself is the file fixed)."""
     version = entry.library_version or entry.reading.version
     try:
         on_018 = bool(version) and Version(str(version)).release[:2] == (0, 18)
