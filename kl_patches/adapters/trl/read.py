@@ -606,9 +606,19 @@ def _bare_flags(
 
 def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
     """The error finding for keys the transformers of a fresh install no longer has."""
+    from .successors import SUCCESSORS
+
     gone = sem.refused_by_transformers(keys)
     if not gone:
         return []
+    renames = [f"{k} -> {SUCCESSORS[k].field}" for k in gone if k in SUCCESSORS]
+    todo = "Delete them, or pin a transformers that still has them."
+    if renames:
+        rest = "delete the others, " if len(renames) < len(gone) else ""
+        todo = (
+            f"Rename {', '.join(renames)} (transformers' successor, value kept), {rest}or pin "
+            "a transformers that still has them."
+        )
     return [
         Finding(
             "trl.field_rejected",
@@ -618,8 +628,7 @@ def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
             f"{'is' if len(gone) == 1 else 'are'} a field of older transformers' "
             f"TrainingArguments, not of {sem.transformers}'s, nor of any TRL dataclass "
             "(GRPOConfig(...): TypeError 'unexpected keyword argument'; TrlParser: 'not used "
-            "by the HfArgumentParser'). The reading leaves them out. Delete them, or pin a "
-            "transformers that still has them.",
+            "by the HfArgumentParser'). The reading leaves them out. " + todo,
         )
     ]
 

@@ -215,7 +215,8 @@ def test_a_field_transformers_dropped_is_renamed_to_its_successor(tmp_path: Path
     )
     versions = {"trl": "1.16.0"}
     (plan,) = _plans(tmp_path, "a.py", text.format(extra=""), versions)
-    assert any(f.code == "trl.field_rejected" for f in plan.entry.findings)
+    (refused,) = [f for f in plan.entry.findings if f.code == "trl.field_rejected"]
+    assert "Rename warmup_ratio -> warmup_steps" in refused.message
     assert plan.changes is not None, plan.why
     (rename,) = [c for c in plan.changes.changes if c.action == "rename"]
     assert (rename.key, rename.new_key) == ("warmup_ratio", "warmup_steps")
