@@ -429,6 +429,8 @@ def _python_launches(
         context: dict[str, Any] = {"entry": origin}
         if script.patchers:
             context["patchers"] = tuple(script.patchers)
+        if launch.kl is not None and launch.kl_module:
+            context["kl_patch"] = launch.kl_module
         if launch.subclass:
             context["subclass"] = launch.subclass
             context["overrides"] = tuple(launch.overrides)

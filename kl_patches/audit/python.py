@@ -117,6 +117,9 @@ class PyLaunch:
     """Methods the subclass overrides."""
     kl: dict[str, Any] | None = None
     """The KLConfig (``to_dict()``) of a kl-patches trainer or ``kl_patches.<lib>.apply``."""
+    kl_module: str = ""
+    """The kl-patches module whose ``apply`` set :attr:`kl` (``kl_patches.trl``, or
+    ``kl_patches.adapters.trl.unsloth``: unsloth's own loss patched); "" otherwise."""
     notes: list[str] = field(default_factory=list)
     """What the reader could not follow exactly."""
     parser_fields: dict[str, str] = field(default_factory=dict)
@@ -184,7 +187,9 @@ class _Reader:
         self.patchers: list[str] = []
         self.kl_imports: dict[str, tuple[str, str]] = {}
         self.kl_apply: dict[str, str] = {}
+        self.kl_apply_module: dict[str, str] = {}
         self.applied: dict[str, dict[str, Any]] = {}
+        self.applied_by: dict[str, str] = {}
         self.hydra: dict[str, str] | None = None
         self.notes: list[str] = []
         self.steps = 0
@@ -303,6 +308,7 @@ class _Reader:
                         self.kl_imports[alias] = (lib, api.trainers[name])
                     if name == "apply":
                         self.kl_apply[alias] = lib
+                        self.kl_apply_module[alias] = module
             for name, alias in names:
                 if alias != name and name in api.trainers:
                     self.trainers.setdefault(alias, (lib, api.trainers[name]))
@@ -733,12 +739,14 @@ class _Reader:
             name.startswith("KLConfig") or short == "KLConfig"
         ):
             return self._klconfig(short, args, kwargs, what)
-        if short == "apply" and (name.startswith("kl_patches.") or name in self.kl_apply):
-            lib = self.kl_apply.get(name) or name.split(".")[-2]
+        if (short == "apply" and name.startswith("kl_patches.")) or name in self.kl_apply:
+            module = self.kl_apply_module.get(name) or name.rsplit(".", 1)[0]
+            lib = self.kl_apply.get(name) or self._kl_library(module)
             config = args[0] if args else kwargs.get("config")
             kl = self._kl_dict(config)
             if kl is not None and lib:
                 self.applied[lib] = kl
+                self.applied_by[lib] = module
             return None
         # parsers, configs, trainers
         if short in self.parsers:
@@ -866,12 +874,14 @@ class _Reader:
         else:
             cfg = _Config(lib, label, unresolved=[api.config_argument])
         kl = None
+        kl_module = ""
         if short in self.kl_imports or (subclass and self._kl_based(short)):
             kl = self._kl_dict(kwargs.get(api.kl_argument))
             if kl is None and api.kl_argument in kwargs:
                 cfg.unresolved.append(api.kl_argument)
         elif lib in self.applied:
             kl = dict(self.applied[lib])
+            kl_module = self.applied_by.get(lib, "")
         self.launches.append(
             PyLaunch(
                 library=lib,
@@ -884,10 +894,19 @@ class _Reader:
                 subclass=subclass,
                 overrides=overrides,
                 kl=kl,
+                kl_module=kl_module,
                 notes=notes,
                 parser_fields=dict(cfg.fields),
             )
         )
+
+    def _kl_library(self, module: str) -> str:
+        """The adapter library whose kl-patches module ``module`` is (``kl_patches.trl``,
+        ``kl_patches.adapters.trl.unsloth``: trl); the name after ``kl_patches.`` otherwise."""
+        for lib, api in self.apis:
+            if any(module == m or module.startswith(m + ".") for m in api.kl_patches_modules):
+                return lib
+        return module.split(".")[1] if module.count(".") else ""
 
     def _kl_based(self, name: str) -> bool:
         return any(name == alias for alias in self.kl_imports)

@@ -80,6 +80,26 @@ def test_kl_patches_trainer_and_apply() -> None:
     assert second.kl is not None and second.kl["estimator"] == "k1"
 
 
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        ("import kl_patches.adapters.trl.unsloth\n", "kl_patches.adapters.trl.unsloth.apply"),
+        ("from kl_patches.adapters.trl.unsloth import apply as patch\n", "patch"),
+    ],
+)
+def test_unsloths_own_patch_is_read_as_the_trl_trainers_kl(imports: str, call: str) -> None:
+    """``kl_patches.adapters.trl.unsloth.apply`` sets the KL of the TRL trainers built after
+    it (unsloth's generated GRPOTrainer), and the reader says which patch it was."""
+    src = (
+        "import unsloth\nfrom trl import GRPOConfig, GRPOTrainer\n" + imports
+        + f"{call}({{'estimator': 'k2', 'placement': 'loss', 'granularity': 'sequence'}})\n"
+        "GRPOTrainer(model='m', args=GRPOConfig(beta=0.001))\n"
+    )  # fmt: skip
+    (launch,) = read_python(src, "s.py").launches
+    assert launch.kl is not None and launch.kl["estimator"] == "k2"
+    assert launch.kl_module == "kl_patches.adapters.trl.unsloth"
+
+
 def test_other_trainers_hydra_apps_and_errors() -> None:
     script = read_python("from trl import DPOTrainer\nDPOTrainer(model='m')\n", "d.py")
     assert script.launches == [] and "DPO" in script.others[0][1]

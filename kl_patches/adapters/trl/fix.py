@@ -9,6 +9,10 @@ reference model) and ``scale_rewards=none`` (``false`` where the release types i
 0.14-0.26 run it as a sequence-level KL reward function (0.18 included:
 :data:`.versions.REFERENCE_IN_LOSS`), which the patch refuses for what
 :func:`.legacy_reward.refusal` names: no fix is offered there.
+A Python script that imports unsloth (whose generated GRPOTrainer the TRL patch refuses)
+gets unsloth's own loss-side patch applied in the script instead (:func:`_unsloth_route`). A
+``TrainingArguments`` field the installed transformers dropped is renamed to its successor
+(:mod:`.successors`).
 """
 
 from __future__ import annotations
@@ -99,10 +103,33 @@ def changes(entry: AuditEntry, inp: AuditInput, coef: float) -> list[Change]:
 
 
 def followup(finding: AuditFinding, entry: AuditEntry, inp: AuditInput) -> list[Change]:
-    """Native follow-ups: the reward KL outside the group std."""
+    """Native follow-ups: the reward KL outside the group std; the TrainingArguments fields
+    the installed transformers dropped renamed to their successor (:func:`successor_renames`)."""
     if finding.code == "trl.std_scaled_kl" and _has(entry, "scale_rewards"):
         return [Change("set", "trl", "scale_rewards", _unscaled(entry), reason=finding.code)]
+    if finding.code == "trl.field_rejected":
+        return successor_renames(entry, inp)
     return []
+
+
+def successor_renames(entry: AuditEntry, inp: AuditInput) -> list[Change]:
+    """``rename`` changes for the launch's fields that the transformers of a fresh install of
+    its release dropped and that have a successor (:data:`.successors.SUCCESSORS`), unless the
+    launch already sets the successor (then which value was meant is the user's call)."""
+    from .semantics import semantics
+    from .successors import SUCCESSORS
+
+    payload = inp.payload if isinstance(inp.payload, dict) else {}
+    keys = [k for k in payload if isinstance(k, str)]
+    try:
+        gone = semantics(entry.library_version or None).refused_by_transformers(keys)
+    except ValueError:
+        return []
+    return [
+        Change("rename", "trl", k, new_key=SUCCESSORS[k].field, reason="trl.field_rejected")
+        for k in gone
+        if k in SUCCESSORS and SUCCESSORS[k].field not in payload
+    ]
 
 
 def drop_refused(changes: list[Change], after: AuditEntry) -> tuple[list[Change], bool]:
@@ -140,23 +167,23 @@ def _fused_off(entry: AuditEntry) -> list[Change]:
 def route_refusal(entry: AuditEntry, inp: AuditInput) -> str | None:
     """Why the kl-patches route of :func:`patched` cannot run this launch (None: it can).
 
-    A GRPO launch that imports unsloth: unsloth rebinds ``trl.GRPOTrainer`` to its generated
-    trainer, which the TRL patch refuses (``kl_patches/adapters/trl/foreign.py:49``,
-    checked by ``patch.guard``); unsloth's own patch (:mod:`.unsloth`) replaces only the
-    loss-side KL, which the fix does not write."""
+    A GRPO launch that imports unsloth, read from a shell launch: unsloth rebinds
+    ``trl.GRPOTrainer`` to its generated trainer, which the TRL patch refuses
+    (``kl_patches/adapters/trl/foreign.py:49``, checked by ``patch.guard``), and unsloth's own
+    patch (:mod:`.unsloth`) must be applied inside the script (:func:`_unsloth_route` writes it
+    there when the script itself is the file fixed)."""
     own = [f for f in entry.findings if f.code == "trl.project_trainer"]
     if own:  # the project's own trainer class: TRL's patched classes never run
         return (
             "the script trains the project's own trainer class, which neither the kl-patches "
             "launcher nor kl_patches.trl.apply reaches (trl.project_trainer)"
         )
-    patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
-    if "unsloth" in patchers and not _rloo(entry):
+    if _unsloth(inp, entry) and inp.kind != "python":
         return (
             "kl_patches.trl refuses unsloth's generated GRPOTrainer (it computes the loss in its "
             "own compute_loss); kl_patches.adapters.trl.unsloth.apply runs only a loss-side KL "
-            "there (see the trl.unsloth_kl finding's fix): apply it by hand, or build the "
-            "trainer without importing unsloth"
+            "there (see the trl.unsloth_kl finding's fix): apply it in the script that imports "
+            "unsloth, or build the trainer without importing unsloth"
         )
     return None
 
@@ -179,6 +206,31 @@ def _kl_block_dropped(entry: AuditEntry, inp: AuditInput) -> bool:
         return False
 
 
+def _unsloth(inp: AuditInput, entry: AuditEntry) -> bool:
+    """A GRPO launch of a script that imports unsloth (its generated trainer runs)."""
+    patchers = inp.context.get("patchers", ()) if isinstance(inp.context, dict) else ()
+    return "unsloth" in patchers and not _rloo(entry)
+
+
+UNSLOTH_PATCH = "kl_patches.adapters.trl.unsloth"
+"""The patch of unsloth's own GRPO loss (:mod:`.unsloth`): the kl-patches route of a script
+that imports unsloth."""
+
+
+def _unsloth_route(coef: float) -> tuple[list[Change], KLConfig]:
+    """The script-side fix of unsloth's GRPO: its loss-side patch with k2 on the sequence
+    log-ratio (unbiased: :mod:`.unsloth` module docstring, the nearest setting it can express,
+    since it refuses a reward placement), and ``beta`` set to the coefficient, which is what
+    the patch gives every trainer built under it (``UnslothGRPOTrainer.__init__`` wrapped: beta
+    = KLConfig.coef), so the config says what runs (``trl.unsloth_default_beta``)."""
+    config = KLConfig.parse("k2-in-loss", granularity="sequence", coef=coef)
+    value = f"{UNSLOTH_PATCH} --kl k2-in-loss --kl.granularity sequence --kl.coef {coef:g}"
+    return [
+        Change("entry_point", "trl", "trl", value, reason="trl.unsloth_kl"),
+        Change("set", "trl", "beta", f"{coef:g}", reason="trl.unsloth_default_beta"),
+    ], config
+
+
 def patched(
     entry: AuditEntry, inp: AuditInput, coef: float
 ) -> tuple[list[Change], KLConfig | None]:
@@ -188,6 +240,8 @@ def patched(
         return [], None
     if route_refusal(entry, inp) is not None:
         return [], None
+    if _unsloth(inp, entry):  # a script importing unsloth: its own loss patched there
+        return _unsloth_route(coef)
     try:
         legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")
     except InvalidVersion:

@@ -227,6 +227,21 @@ def _switch(kind: str, s: dict[str, object], coef: float, sem: TrlSemantics | No
     return launcher_command("trl", config, kind, extra)
 
 
+NATIVE_COEF_SETTINGS = {
+    "max_completion_length": "loss_type='dr_grpo' runs beta / max_completion_length "
+    "(native_at); kl-patches' loss term has no such divisor (kl_patches.core.loss_term)",
+}
+"""KL-relevant settings (:data:`.versions.GRPO_DEFAULTS`) that enter the reading only
+through TRL's native KL coefficient: under a kl-patches config (the launcher's or an
+``apply`` in the script) the KL no longer depends on them, so a value the audit cannot compute
+is reported as an info, not a KL warning."""
+
+PATCHER_PATCHES = {"kl_patches.adapters.trl.unsloth": "unsloth"}
+"""kl-patches module -> the patcher whose own KL code its ``apply`` replaces: unsloth's
+generated trainer keeps its loss, with its k3 term replaced by the KL config's loss side
+(:mod:`.unsloth`, module docstring), so the trainer runs the config the script applies."""
+
+
 def _context_findings(
     kind: str,
     patchers: tuple[str, ...],
@@ -293,6 +308,7 @@ def read(
     script_fields: dict[str, str] | None = None,
     script_copies: tuple[str, ...] = (),
     project_trainer: str = "",
+    kl_patch: str = "",
     **_: Any,
 ) -> NativeReading:
     """Full reading of a TRL config, trainer or dict for the audit.
@@ -315,7 +331,10 @@ def read(
     launch (:func:`_own_fields`); ``script_copies``: TRL config class names the script binds
     to its own copy (a file of its checkout), whose fields are in ``script_fields``;
     ``project_trainer``: the trainer classes of the project's own that the script builds (a
-    ``trl.project_trainer`` warning).
+    ``trl.project_trainer`` warning). ``kl_patch``: the kl-patches module whose ``apply`` the
+    script calls before the trainer (:attr:`kl_patches.audit.python.PyLaunch.kl_module`);
+    :data:`PATCHER_PATCHES` names those that replace a patcher's own KL code (unsloth's loss:
+    :mod:`.unsloth`), whose ``trl.<patcher>_loss`` warning is then settled.
     """
     sem = semantics(version)
     extra_findings: list[Finding] = []
@@ -383,7 +402,22 @@ def read(
     if unsloth:
         config = unsloth_facts.native(config)
     reasons = off_policy_reasons(s, source)
+    if patched and PATCHER_PATCHES.get(kl_patch) in patchers:  # its own KL code replaced
+        patchers = tuple(p for p in patchers if p != PATCHER_PATCHES[kl_patch])
+    native_only = [u for u in unresolved if patched and u in NATIVE_COEF_SETTINGS]
+    unresolved = tuple(u for u in unresolved if u not in native_only)
     extra = _context_findings(kind, patchers, subclass, overrides, unresolved, entry or "", assumed)
+    if native_only:
+        extra.append(
+            Finding(
+                "trl.unresolved_settings",
+                "info",
+                f"{', '.join(native_only)}: set from values the audit cannot compute without "
+                "running the script; TRL's own KL coefficient is the only KL reading that "
+                "uses them (" + "; ".join(NATIVE_COEF_SETTINGS[u] for u in native_only) + "), "
+                "and kl-patches' KL config replaces it here.",
+            )
+        )
     if unsloth:
         extra += unsloth_facts.findings(trl_settings, s, _given(source), sem.version, config=config)
     if fused and not patched and config.placement != "none":
@@ -578,9 +612,19 @@ def _bare_flags(
 
 def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
     """The error finding for keys the transformers of a fresh install no longer has."""
+    from .successors import SUCCESSORS
+
     gone = sem.refused_by_transformers(keys)
     if not gone:
         return []
+    renames = [f"{k} -> {SUCCESSORS[k].field}" for k in gone if k in SUCCESSORS]
+    todo = "Delete them, or pin a transformers that still has them."
+    if renames:
+        rest = "delete the others, " if len(renames) < len(gone) else ""
+        todo = (
+            f"Rename {', '.join(renames)} (transformers' successor, value kept), {rest}or pin "
+            "a transformers that still has them."
+        )
     return [
         Finding(
             "trl.field_rejected",
@@ -590,8 +634,7 @@ def _refuse_gone(keys: list[str], sem: TrlSemantics) -> list[Finding]:
             f"{'is' if len(gone) == 1 else 'are'} a field of older transformers' "
             f"TrainingArguments, not of {sem.transformers}'s, nor of any TRL dataclass "
             "(GRPOConfig(...): TypeError 'unexpected keyword argument'; TrlParser: 'not used "
-            "by the HfArgumentParser'). The reading leaves them out. Delete them, or pin a "
-            "transformers that still has them.",
+            "by the HfArgumentParser'). The reading leaves them out. " + todo,
         )
     ]
 

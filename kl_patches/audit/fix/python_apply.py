@@ -25,6 +25,14 @@ The edited script is read back: every TRL trainer must then be read with the wri
 (a :class:`PythonEditError` otherwise, never a silent no-op), e.g. when an ``apply`` already
 in the script comes later and wins.
 
+The module may be a patch of a patcher's trainer rather than the launcher's:
+``kl_patches.adapters.trl.unsloth`` (the fix of a script that imports unsloth, whose generated
+GRPOTrainer the TRL patch refuses) gives ``import kl_patches.adapters.trl.unsloth`` and its
+``apply({...})``, placed the same way; the script's ``import unsloth`` comes first there (a
+module-level import before the trainer, or, in a marimo notebook, a cell the trainer's cell
+depends on), which :mod:`kl_patches.adapters.trl.unsloth` needs (``apply`` after
+``import unsloth``).
+
 Deviation: only a launcher value of the form ``MODULE --kl NAME [--kl.FIELD VALUE ...]``
 (what the TRL producer, :func:`kl_patches.adapters.trl.fix.patched`, writes) is understood.
 """
@@ -106,7 +114,7 @@ def add_apply(source: str, value: str, origin: str = "<python>") -> str:
     applied before its first TRL trainer is built (see the module docstring)."""
     cst = libcst_module()
     module, config, given = launcher_config(value)
-    lib = module.split(".")[1]
+    lib = _library(module)
     script = read_python(source, origin)
     launches = [x for x in script.launches if x.library == lib]
     if not launches:
@@ -141,6 +149,17 @@ def add_apply(source: str, value: str, origin: str = "<python>") -> str:
     text = edited.code
     _verify(text, lib, config, len(script.launches), origin)
     return text
+
+
+def _library(module: str) -> str:
+    """The library a kl-patches module patches: ``kl_patches.trl`` and
+    ``kl_patches.adapters.trl.unsloth`` (unsloth's loss in a TRL trainer) both give trl."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "adapters":
+        return parts[2]
+    if len(parts) < 2:  # pragma: no cover - launcher_config checks the kl_patches. prefix
+        raise PythonEditError(f"{module!r} names no library")
+    return parts[1]
 
 
 def _span(positions: Any, node: Any) -> tuple[int, int]:

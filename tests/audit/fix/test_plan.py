@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -202,11 +203,53 @@ def test_an_unsloth_launch_whose_kl_switch_is_computed_is_not_called_kl_free(
     assert not plan.why.startswith("no KL"), plan.why
 
 
-def test_an_unsloth_grpo_launch_with_kl_gets_no_kl_patches_trl_route(tmp_path: Path) -> None:
+def test_an_unsloth_grpo_script_with_kl_gets_unsloths_own_patch(tmp_path: Path) -> None:
+    """Not the kl_patches.trl route (it refuses unsloth's generated trainer): unsloth's own
+    loss-side patch, k2 on the sequence log-ratio, with beta set to what it runs."""
     text = _UNSLOTH_DAPO.format(loss="'bnpo'").replace("n = len(open('f').read())\n", "n = 64\n")
     (plan,) = _plans(tmp_path, "train.py", text)
-    assert plan.entry.kl_on and plan.changes is None
-    assert "kl_patches.trl refuses unsloth's generated GRPOTrainer" in plan.why, plan.why
+    assert plan.entry.kl_on and plan.changes is not None, plan.why
+    assert plan.changes.label == "with kl-patches"
+    (entry_point,) = [c for c in plan.changes.changes if c.action == "entry_point"]
+    assert entry_point.value is not None
+    assert entry_point.value.startswith("kl_patches.adapters.trl.unsloth --kl k2-in-loss")
+    assert not any("kl_patches.trl " in (c.value or "") for c in plan.changes.changes)
+    sets = {c.key: c.value for c in plan.changes.changes if c.action == "set"}
+    assert sets["beta"] == f"{plan.entry.reading.config.loss_coef_value:g}"
+
+
+def test_an_unsloth_grpo_shell_launch_keeps_no_kl_patches_route(tmp_path: Path) -> None:
+    """From a shell launch the patch cannot be written into the script: no route."""
+    from kl_patches.adapters.trl import fix as trl_fix
+
+    text = _UNSLOTH_DAPO.format(loss="'bnpo'").replace("n = len(open('f').read())\n", "n = 64\n")
+    path = tmp_path / "train.py"
+    path.write_text(text)
+    (inp,) = inputs_from_file(path)
+    entry = audit_input(inp)
+    shell = dataclasses.replace(inp, kind="shell")
+    assert trl_fix.route_refusal(entry, shell) is not None
+    assert trl_fix.patched(entry, shell, 0.001) == ([], None)
+
+
+def test_a_field_transformers_dropped_is_renamed_to_its_successor(tmp_path: Path) -> None:
+    """transformers 5 dropped warmup_ratio (warmup_steps below 1 is a ratio): renamed, value
+    kept; a launch that sets both keeps the refusal for the user."""
+    text = (
+        "from trl import GRPOConfig, GRPOTrainer\n"
+        "args = GRPOConfig(output_dir='o', beta=0.0, warmup_ratio=0.05{extra})\n"
+        "GRPOTrainer(model='m', args=args, reward_funcs=[])\n"
+    )
+    versions = {"trl": "1.16.0"}
+    (plan,) = _plans(tmp_path, "a.py", text.format(extra=""), versions)
+    (refused,) = [f for f in plan.entry.findings if f.code == "trl.field_rejected"]
+    assert "Rename warmup_ratio -> warmup_steps" in refused.message
+    assert plan.changes is not None, plan.why
+    (rename,) = [c for c in plan.changes.changes if c.action == "rename"]
+    assert (rename.key, rename.new_key) == ("warmup_ratio", "warmup_steps")
+    (plan,) = _plans(tmp_path, "b.py", text.format(extra=", warmup_steps=10"), versions)
+    changes = plan.changes.changes if plan.changes is not None else ()
+    assert not any(c.action == "rename" for c in changes)
 
 
 @pytest.mark.parametrize(

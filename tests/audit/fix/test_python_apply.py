@@ -197,12 +197,84 @@ def test_a_marimo_parameter_no_cell_returns_is_refused(tmp_path: Path) -> None:
     assert not fix.changed
 
 
-def test_an_unsloth_script_gets_no_kl_patches_trl_route(tmp_path: Path) -> None:
+UNSLOTH_NOTEBOOK = (
+    "import marimo\n"
+    "\n"
+    "app = marimo.App()\n"
+    "\n"
+    "\n"
+    "@app.cell\n"
+    "def _():\n"
+    "    from unsloth import FastLanguageModel\n"
+    "    model = FastLanguageModel.from_pretrained('m')\n"
+    "    return (model,)\n"
+    "\n"
+    "\n"
+    "@app.cell\n"
+    "def _():\n"
+    "    prompt_length = len(open('data.txt').read())\n"
+    "    from trl import GRPOConfig, GRPOTrainer\n"
+    "    training_args = GRPOConfig(\n"
+    "        output_dir='o',\n"
+    "        warmup_ratio=0.1,\n"
+    "        loss_type='bnpo',\n"
+    "        max_completion_length=1024 - prompt_length,\n"
+    "    )\n"
+    "    return GRPOTrainer, training_args\n"
+    "\n"
+    "\n"
+    "@app.cell\n"
+    "def _(GRPOTrainer, model, training_args):\n"
+    "    trainer = GRPOTrainer(model=model, args=training_args, reward_funcs=[])\n"
+    "    return (trainer,)\n"
+    "\n"
+    "\n"
+    "if __name__ == '__main__':\n"
+    "    app.run()\n"
+)
+"""An unsloth GRPO notebook of the benchmark's shape: unsloth imported in one cell, a config
+with a field transformers 5 dropped (warmup_ratio), unsloth's default beta (not set) and a
+max_completion_length computed at run time, the trainer built in a third cell."""
+
+
+def test_an_unsloth_script_gets_unsloths_own_loss_patch(tmp_path: Path) -> None:
+    """kl_patches.trl refuses unsloth's generated trainer; the fix applies unsloth's own
+    loss-side patch (k2 on the sequence log-ratio) in the trainer's cell, renames warmup_ratio
+    to warmup_steps and pins beta; the written notebook re-audits clean and unbiased."""
+    path = _write(tmp_path, "notebook.py", UNSLOTH_NOTEBOOK)
+    fix = fix_file(path, versions={"trl": "1.16.0"})
+    assert fix.problems == [] and fix.changed, fix.problems
+    new = fix.new_text
+    tree = ast.parse(new)
+    cells = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
+    assert len(cells) == 3 and all(ast.unparse(f.decorator_list[0]) == "app.cell" for f in cells)
+    trainer_cell = ast.unparse(cells[2])
+    assert "import kl_patches.adapters.trl.unsloth" in trainer_cell
+    applied = _line(new, "kl_patches.adapters.trl.unsloth.apply(")
+    assert applied < _line(new, "trainer = GRPOTrainer(")
+    assert '"estimator": "k2", "placement": "loss", "coef": 0.001, "granularity": "sequence"' in new
+    assert "warmup_steps=0.1" in new and "warmup_ratio" not in new
+    assert "beta=0.001" in new
+    assert "kl_patches.trl.apply" not in new
+    write_fix(fix, backup=False)
+    (entry,) = audit(str(path), version={"trl": "1.16.0"})
+    assert entry.status == "unbiased", [(f.code, f.severity) for f in entry.findings]
+    config = entry.reading.config
+    assert (config.estimator, config.placement, config.granularity) == ("k2", "loss", "sequence")
+    severity = {f.code: f.severity for f in entry.findings}
+    assert "trl.unsloth_loss" not in severity and "trl.field_rejected" not in severity
+    assert severity.get("trl.unresolved_settings") == "info"  # the KL no longer reads it
+
+
+def test_an_unsloth_patch_value_goes_after_the_unsloth_import_in_a_plain_script() -> None:
     text = "import unsloth\n" + LITERAL.split('"""Train."""\n')[1]
-    path = _write(tmp_path, "train.py", text)
-    fix = fix_file(path)
-    assert not fix.changed
-    assert any("kl_patches.trl refuses unsloth" in p for p in fix.problems), fix.problems
+    value = "kl_patches.adapters.trl.unsloth --kl k2-in-loss --kl.granularity sequence"
+    new = add_apply(text, value)
+    ast.parse(new)
+    assert _line(new, "import unsloth") < _line(new, "kl_patches.adapters.trl.unsloth.apply(")
+    (launch,) = read_python(new, "x").launches
+    assert launch.kl_module == "kl_patches.adapters.trl.unsloth"
+    assert (launch.kl or {}).get("estimator") == "k2"
 
 
 def test_applying_the_same_patch_twice_adds_it_once() -> None:
