@@ -40,6 +40,7 @@ from kl_patches.adapters.files import (
 )
 from kl_patches.audit.ignored import argv_items
 from kl_patches.audit.model import AuditFinding, AuditInput, InputError
+from kl_patches.audit.pins import shown_path
 from kl_patches.audit.python import PyScript, read_python
 from kl_patches.audit.shell import (
     Command,
@@ -263,6 +264,37 @@ def _make_input(
         args_forwarded=cmd.args_forwarded,
         version=ctx.version,
     )
+
+
+MAX_SUFFIX_FILES = 20000
+"""The most files :func:`_by_suffix` looks at in a checkout (none is read)."""
+
+
+def _by_suffix(word: str, bases: list[Path]) -> str | None:
+    """The one file of the checkout (the nearest folder of ``bases`` holding ``.git``) whose
+    path ends with the relative path ``word``, when no base has it: a script launched from a
+    folder the launch file does not ``cd`` into (R1-V's ``src/scripts/run_grpo_vllm.sh`` runs
+    ``src/open_r1/grpo.py`` from ``src/r1-v``, as its README says). None when there is no such
+    file, several, or no checkout root, or the checkout has more than
+    :data:`MAX_SUFFIX_FILES` files."""
+    root = next((b for b in bases if (b / ".git").exists()), None)
+    if root is None:
+        return None
+    tail = os.sep + os.path.normpath(word)
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
+        seen += len(files)
+        if seen > MAX_SUFFIX_FILES:
+            return None
+        found += [p for p in (os.path.join(folder, f) for f in files) if p.endswith(tail)]
+        if len(found) > 1:
+            return None
+    return found[0] if found else None
+
+
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 
 
 def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
@@ -505,6 +537,15 @@ def _script_launch(cmd: Command, i: int, ctx: _Ctx) -> list[AuditInput] | None:
         if os.path.isfile(candidate):
             found, text = candidate, try_read_text(candidate)
             break
+    if found is None and not os.path.isabs(word) and "/" in word.strip("./"):
+        found = _by_suffix(word, _bases(cmd, ctx))
+        if found is not None:
+            text = try_read_text(found)
+            ctx.scan.notes.append(
+                f"{word} is not there from the launch's folder or its parents; the checkout's "
+                f"one file ending with that path is read ({shown_path(found)}): the launch is "
+                "run from the folder above it"
+            )
     if found is not None and text is not None:
         try:
             script = read_python(text, found)

@@ -185,6 +185,21 @@ def test_a_project_script_at_a_known_scripts_path_is_read_as_the_project(tmp_pat
     assert not entry.fix_switch
 
 
+def test_a_script_run_from_a_folder_the_launch_does_not_enter_is_found_by_its_path(
+    tmp_path: Path,
+) -> None:
+    """A launch that runs ``src/pkg/train.py`` without ``cd``-ing to ``project/`` (R1-V's
+    ``src/scripts/*.sh``): in a checkout the one file ending with that path is the script."""
+    for checkout in (True, False):
+        root = tmp_path / str(checkout)
+        launch = _project(root)
+        launch.write_text(launch.read_text().replace("cd ${ROOT}/project\n", ""))
+        if checkout:
+            (root / ".git").mkdir()
+        (entry,) = audit(launch, version="trl=0.17.0")
+        assert ("trl.project_trainer" in _codes(entry)) is checkout, _codes(entry)
+
+
 def test_a_bare_flag_the_config_copy_inherits_is_transformers_boolean(tmp_path: Path) -> None:
     """TRL 1.16.0's GRPOConfig redeclares ``bf16: bool | None = None`` (a bare flag is refused);
     the project's copy does not, so its ``bf16`` is TrainingArguments' ``bool = False``."""
