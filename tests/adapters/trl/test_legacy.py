@@ -27,6 +27,9 @@ trl = pytest.importorskip("trl")
 INSTALLED = versions.installed_version()  # 0.22.0's trl.__version__ is "unknown"
 NATIVE = versions.patch_mode(INSTALLED) == "native"
 needs_native = pytest.mark.legacy_trl
+((_FIRST, _LAST, _),) = versions.REFERENCE_IN_LOSS  # one range of releases
+FORCED = f">={_FIRST},<={_LAST}"
+"""The releases where the patch forces TRL's policy scoring forward (0.18)."""
 """Tests of the releases patched through ``beta`` and a reward function (0.14-0.26): the compat
 steps of those releases run them; the ``trl`` session (TRL 1.16, on the hooks) deselects them
 (``-m "not legacy_trl"``), and on a hooks release they fail instead of passing vacuously."""
@@ -313,6 +316,7 @@ def test_rloo_through_beta_or_refused(dirs: tuple[Path, Path]) -> None:
 
 
 @needs_native
+@pytest.mark.trl_releases(">=0.16")  # 0.14-0.15 score inside compute_loss/_prepare_inputs
 @pytest.mark.parametrize("iterations", [1, 2])
 def test_grpo_k1_in_reward_leaves_trl_loss_its_own(
     dirs: tuple[Path, Path], iterations: int
@@ -324,8 +328,7 @@ def test_grpo_k1_in_reward_leaves_trl_loss_its_own(
     ``num_iterations=2`` TRL runs that forward itself and keeps its output)."""
     from trl_support import harness
 
-    if not hasattr(trl.GRPOTrainer, "_generate_and_score_completions"):
-        pytest.skip("0.14-0.15 score inside compute_loss/_prepare_inputs: no batch to share")
+    assert hasattr(trl.GRPOTrainer, "_generate_and_score_completions")  # a batch to share
     shape = {**_overrides(), "num_iterations": iterations}
     native = _trainer(dirs, patched=False, beta=0.0, **shape)
     patched = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **shape)
@@ -362,6 +365,7 @@ def _loss_on(trainer: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, list[to
 
 
 @needs_native
+@pytest.mark.trl_releases(FORCED)  # elsewhere the reference forward comes first
 def test_grpo_k1_in_reward_fails_loudly_without_trl_policy_forward(
     dirs: tuple[Path, Path],
 ) -> None:
@@ -369,8 +373,7 @@ def test_grpo_k1_in_reward_fails_loudly_without_trl_policy_forward(
     penalty raises instead of scoring without the KL."""
     from trl_support import harness
 
-    if not versions.reference_in_loss(INSTALLED):
-        pytest.skip("the reference forward runs before the rewards here: nothing is forced")
+    assert versions.reference_in_loss(INSTALLED)
     trainer = _trainer(dirs, patched=True, kl=KLConfig(coef=0.1), **_overrides())
     method = trainer._kl_logps_method
     setattr(trainer, method, getattr(trl.GRPOTrainer, method).__get__(trainer))  # no capture
