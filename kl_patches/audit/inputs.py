@@ -50,6 +50,7 @@ from kl_patches.audit.shell import (
     parse_script,
 )
 from kl_patches.audit.versions import vendored_copy
+from kl_patches.audit.walk import SKIP_DIRS
 from kl_patches.audit.yaml_inputs import (
     Composed,
     cluster_commands,
@@ -284,7 +285,7 @@ def _by_suffix(word: str, bases: list[Path]) -> str | None:
     found: list[str] = []
     seen = 0
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS]
         seen += len(files)
         if seen > MAX_SUFFIX_FILES:
             return None
@@ -292,9 +293,6 @@ def _by_suffix(word: str, bases: list[Path]) -> str | None:
         if len(found) > 1:
             return None
     return found[0] if found else None
-
-
-_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 
 
 def _bases(cmd: Command, ctx: _Ctx) -> list[Path]:
