@@ -45,13 +45,19 @@ def user_choices(entry: AuditEntry) -> dict[str, str]:
     return out
 
 
+def _release(entry: AuditEntry) -> str:
+    """The launch's TRL release without a local tag (``0.18.2+cu`` -> ``0.18.2``); TRL 1.16,
+    the newest recorded, when the launch pins none."""
+    return (entry.library_version or "1.16.0").split("+")[0]
+
+
 def _has(entry: AuditEntry, name: str) -> bool:
     """Whether the launch's release declares config field ``name`` (True when unrecorded)."""
     from .fieldsets import fields
 
     cls = "RLOOConfig" if _rloo(entry) else "GRPOConfig"
     try:
-        found = fields((entry.library_version or "1.16.0").split("+")[0], cls)
+        found = fields(_release(entry), cls)
     except (ValueError, KeyError):
         return True
     return found is None or name in found
@@ -61,7 +67,7 @@ def _unscaled(entry: AuditEntry) -> str:
     """``scale_rewards``'s "no std scaling" value in the launch's release."""
     from .versions import unscaled_value
 
-    return unscaled_value((entry.library_version or "1.16.0").split("+")[0])
+    return unscaled_value(_release(entry))
 
 
 KL_SWITCHES = frozenset({"beta", "loss_type"})
@@ -199,9 +205,7 @@ def _kl_block_dropped(entry: AuditEntry, inp: AuditInput) -> bool:
     from .fieldsets import config_keys_checked
 
     try:
-        return inp.kind == "yaml" and not config_keys_checked(
-            (entry.library_version or "1.16.0").split("+")[0]
-        )
+        return inp.kind == "yaml" and not config_keys_checked(_release(entry))
     except InvalidVersion:
         return False
 
@@ -243,7 +247,7 @@ def patched(
     if _unsloth(inp, entry):  # a script importing unsloth: its own loss patched there
         return _unsloth_route(coef)
     try:
-        legacy = Version((entry.library_version or "1.16.0").split("+")[0]) < Version("0.27")
+        legacy = Version(_release(entry)) < Version("0.27")
     except InvalidVersion:
         legacy = False
     shape = ["--kl.reward_shape", "sequence"] if legacy else []
