@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import nox
 
@@ -26,6 +27,22 @@ FIX_CHECKS = ("tests/audit/fix/test_validate.py", "tests/audit/fix/test_fix_stri
 too (the core session runs their kl-patches-syntax part)."""
 
 
+PRUNE = os.environ.get("KL_PATCHES_NOX_PRUNE") == "1"
+"""``KL_PATCHES_NOX_PRUNE=1`` (``.ci/run`` sets it): each default session deletes its virtual
+environment once it has passed. A clean clone runs each environment once, and the nine of them
+together take about 14 GB; a CI run once failed with "No space left on device" while installing
+torch. Leave it unset locally to reuse environments with ``nox -R``."""
+
+
+def _prune(session: nox.Session) -> None:
+    """Delete ``session``'s virtual environment when :data:`PRUNE` is set (a failed session
+    never gets here, so its environment stays for a look)."""
+    location = getattr(session.virtualenv, "location", None)
+    if PRUNE and location:
+        session.log(f"KL_PATCHES_NOX_PRUNE=1: removing {location}")
+        shutil.rmtree(location, ignore_errors=True)
+
+
 def _pytest(session: nox.Session, *paths: str, library: str = "") -> None:
     """pytest on ``paths``; ``library``: the session's library, whose ``library(NAME)`` tests
     must then run (tests/conftest.py fails them if it is missing instead of deselecting)."""
@@ -41,6 +58,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", "kl_patches")
+    _prune(session)
 
 
 @nox.session
@@ -51,6 +69,7 @@ def docs(session: nox.Session) -> None:
     site = os.path.join(session.create_tmp(), "site")
     env = {**ENV, "NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
     session.run("mkdocs", "build", "--strict", "--site-dir", site, env=env)
+    _prune(session)
 
 
 @nox.session
@@ -68,6 +87,7 @@ def core(session: nox.Session) -> None:
         "--ignore=tests/e2e",
         *(f"--ignore={_tests(lib)}" for lib in LIBRARIES),
     )
+    _prune(session)
 
 
 @nox.session
@@ -86,6 +106,7 @@ def trl(session: nox.Session) -> None:
         "not wheels and not legacy_trl",
         library="trl",
     )
+    _prune(session)
 
 
 def _install_trl(session: nox.Session) -> None:
@@ -126,6 +147,7 @@ def verl(session: nox.Session) -> None:
     """
     _install_verl(session)
     _pytest(session, _tests("verl"), _e2e("verl"), *FIX_CHECKS, library="verl")
+    _prune(session)
 
 
 def _install_verl(session: nox.Session) -> None:
@@ -159,6 +181,7 @@ def openrlhf(session: nox.Session) -> None:
     """
     _install_openrlhf(session)
     _pytest(session, _tests("openrlhf"), _e2e("openrlhf"), *FIX_CHECKS, library="openrlhf")
+    _prune(session)
 
 
 def _install_openrlhf(session: nox.Session) -> None:
@@ -221,6 +244,7 @@ def _run_plan(session: nox.Session, library: str, name: str) -> None:
         tests = step.get("tests") or plan["tests"]
         session.run("pytest", "-q", "-p", "no:cacheprovider", *tests, *deselect,
                     *select, *session.posargs, env=ENV)  # fmt: skip
+    _prune(session)
 
 
 UNSLOTH_UNPACK = """
