@@ -307,8 +307,14 @@ def cause(item: dict[str, Any], res: dict[str, Any], which: str) -> str:
 
 # ----------------------------------------------------------------------------- files
 def materialise_item(mirrors: Path, item: dict[str, Any], dest: Path) -> Path:
-    """Write the file and its siblings under ``dest`` (blob ids checked); the file's path."""
+    """Write the file and its siblings under ``dest`` (blob ids checked); the file's path.
+
+    ``dest`` gets an empty ``.git`` folder, as the clone a user audits has one: the audit
+    bounds two searches by it (a script run by a path relative to a folder the launch never
+    ``cd``s into is looked up by its suffix inside the checkout; the pin search stops there).
+    Git itself does not take an empty ``.git`` for a repository, so nothing reads it as one."""
     gdir = git_dir(mirrors, item["repo"])
+    (dest / ".git").mkdir(parents=True, exist_ok=True)
     mount = Path(item.get("mount", ""))
     target = dest / mount
     path = materialise(gdir, item["commit"], item["path"], item["blob"], target)
