@@ -50,7 +50,7 @@ from kl_patches.audit.shell import (
     parse_script,
 )
 from kl_patches.audit.versions import vendored_copy
-from kl_patches.audit.walk import SKIP_DIRS
+from kl_patches.audit.walk import files_under
 from kl_patches.audit.yaml_inputs import (
     Composed,
     cluster_commands,
@@ -283,15 +283,13 @@ def _by_suffix(word: str, bases: list[Path]) -> str | None:
         return None
     tail = os.sep + os.path.normpath(word)
     found: list[str] = []
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS]
-        seen += len(files)
+    for seen, path in enumerate(files_under(root), 1):
         if seen > MAX_SUFFIX_FILES:
             return None
-        found += [p for p in (os.path.join(folder, f) for f in files) if p.endswith(tail)]
-        if len(found) > 1:
-            return None
+        if str(path).endswith(tail):
+            found.append(str(path))
+            if len(found) > 1:
+                return None
     return found[0] if found else None
 
 

@@ -112,7 +112,9 @@ def _config_recognised(path: Path, text: str) -> bool:
     return any(d.recognises(mapping) for d in adapters.descriptors())
 
 
-def _candidates(root: Path) -> Iterable[Path]:
+def files_under(root: Path) -> Iterable[Path]:
+    """Every file under ``root``, folders and files in name order, without descending into
+    :data:`SKIP_DIRS` or ``*.egg-info`` (the files a launch-file walk looks at)."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
         for name in sorted(files):
@@ -180,7 +182,7 @@ def launch_files(root: Path) -> tuple[list[Path], list[str]]:
     """The launch files under ``root`` the audit recognises, and notes on what was skipped."""
     notes: list[str] = []
     candidates: list[Path] = []
-    for path in _candidates(root):
+    for path in files_under(root):
         if len(candidates) >= MAX_FILES:
             notes.append(f"{root}: more than {MAX_FILES} files; the rest were not read")
             break

@@ -223,9 +223,9 @@ def read(
     defaults = dict(trainer_facts.defaults) if trainer_facts else {}
     sem = semantics(version)
     findings: list[Finding] = []
-    checked = _checked_config(entry, trainer_facts, config_name, config_check)
+    checked = checked_config(entry, trainer_facts, config_name, config_check)
     if isinstance(source, (list, tuple)) and checked == "ppo_trainer":
-        checked = _engine_config(list(source), sem)
+        checked = engine_config(list(source), sem)
     if isinstance(source, (list, tuple)) and checked is not None:
         source, sem, key_findings = _check_keys(
             list(source), sem, checked, config_keys, version_snapshot or _snapshot(version)
@@ -297,7 +297,7 @@ def _snapshot(version: str | None) -> bool:
     return v.is_devrelease or v.is_prerelease or v.local is not None
 
 
-def _checked_config(
+def checked_config(
     entry: str | None, trainer_facts: Any, config_name: str | None, config_check: bool | None
 ) -> str | None:
     """The recorded config the overrides are checked against, None when unknown (an entry
@@ -312,7 +312,7 @@ def _checked_config(
     return own if own in CONFIGS else None
 
 
-def _engine_config(overrides: list[str], sem: VerlSemantics) -> str | None:
+def engine_config(overrides: list[str], sem: VerlSemantics) -> str | None:
     """The recorded config a ``ppo_trainer`` launch's overrides are checked against, given
     its ``model_engine=`` choice.
 
@@ -327,7 +327,7 @@ def _engine_config(overrides: list[str], sem: VerlSemantics) -> str | None:
     for item in overrides:
         if not isinstance(item, str) or "=" not in item:
             continue
-        prefix, key = _override_key(item)
+        prefix, key = override_key(item)
         if key == "model_engine" and prefix != "~":
             engine = item.split("=", 1)[1].strip().strip("'\"")
     if engine is None or "model_engine" not in sem.accepted_keys("ppo_trainer"):
@@ -337,7 +337,7 @@ def _engine_config(overrides: list[str], sem: VerlSemantics) -> str | None:
     return "ppo_megatron_trainer" if engine == "megatron" else None
 
 
-def _override_key(item: str) -> tuple[str, str]:
+def override_key(item: str) -> tuple[str, str]:
     """(prefix ``""``/``+``/``++``/``~``, key) of one Hydra override."""
     text = item.strip()
     if text.startswith("~"):
@@ -357,7 +357,7 @@ def rejected_overrides(
     for index, item in enumerate(overrides):
         if not isinstance(item, str) or ("=" not in item and not item.startswith("~")):
             continue
-        prefix, key = _override_key(item)
+        prefix, key = override_key(item)
         last = key.rsplit(".", 1)[-1]
         if not key or key.startswith("hydra.") or "/" in key or "@" in key or last.isdigit():
             continue
@@ -391,22 +391,25 @@ def appended_existing(overrides: Any, version: str | None, context: Mapping[str,
         return []
     entry = context.get("entry")
     trainer_facts = facts(entry) if entry else None
-    config = _checked_config(
+    config = checked_config(
         entry, trainer_facts, context.get("config_name"), context.get("config_check")
     )
     if config == "ppo_trainer":
-        config = _engine_config(list(overrides), semantics(version))
+        config = engine_config(list(overrides), semantics(version))
     if config is None:
         return []
-    accepted = _accepted(semantics(version), config, tuple(context.get("config_keys") or ()))
+    accepted = accepted_keys(semantics(version), config, tuple(context.get("config_keys") or ()))
     return [
-        _override_key(item)[1]
+        override_key(item)[1]
         for _, item, why in rejected_overrides(list(overrides), accepted)
         if why.startswith(APPEND_EXISTING)
     ]
 
 
-def _accepted(sem: VerlSemantics, config: str, extra: tuple[str, ...]) -> frozenset[str]:
+def accepted_keys(sem: VerlSemantics, config: str, extra: tuple[str, ...]) -> frozenset[str]:
+    """The keys an override may name: every key of the recorded ``config`` in ``sem``'s release
+    (none when ``config`` is empty), plus ``extra`` (the launch's own composed config keys)
+    with each of their parent mappings."""
     own = sem.accepted_keys(config) if config else frozenset()
     more: set[str] = set()
     for key in extra:
@@ -424,16 +427,16 @@ def _check_keys(
 ) -> tuple[list[str], VerlSemantics, list[Finding]]:
     """The overrides this release accepts, the semantics to read them with (the next release
     when a snapshot's launch uses keys only it has), and the findings."""
-    refused = rejected_overrides(overrides, _accepted(sem, config, extra))
+    refused = rejected_overrides(overrides, accepted_keys(sem, config, extra))
     findings: list[Finding] = []
     later = [r for r in RELEASES if Version(r) > Version(sem.release)]
     if refused and snapshot and later and config:
         nxt = semantics(later[0])
-        refused_next = rejected_overrides(overrides, _accepted(nxt, config, extra))
+        refused_next = rejected_overrides(overrides, accepted_keys(nxt, config, extra))
         if {i for i, _, _ in refused_next} < {i for i, _, _ in refused}:
             gained = sorted(
-                {_override_key(o)[1] for i, o, _ in refused}
-                - {_override_key(o)[1] for i, o, _ in refused_next}
+                {override_key(o)[1] for i, o, _ in refused}
+                - {override_key(o)[1] for i, o, _ in refused_next}
             )
             findings.append(
                 Finding(
@@ -451,7 +454,7 @@ def _check_keys(
             refused = refused_next
     if refused:
         shown = "; ".join(f"{item!r}: {why}" for _, item, why in refused[:4])
-        rest = [_override_key(item)[1] for _, item, _ in refused[4:]]
+        rest = [override_key(item)[1] for _, item, _ in refused[4:]]
         more = f" (and {len(rest)} more: {', '.join(rest)})" if rest else ""
         findings.append(
             Finding(

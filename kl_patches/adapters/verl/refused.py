@@ -67,26 +67,26 @@ def rewrites(overrides: Any, version: str | None, context: Mapping[str, Any]) ->
     """The rewrites of ``overrides``' plain ``key=value`` items that the release read as
     ``version`` refuses (``context`` is the reader's: entry, composed config name and keys)."""
     from .entries import facts
-    from .read import _accepted, _checked_config, _engine_config, _override_key, rejected_overrides
+    from .read import accepted_keys, checked_config, engine_config, override_key, rejected_overrides
     from .semantics import semantics
 
     if not isinstance(overrides, (list, tuple)):
         return []
     entry = context.get("entry")
-    config = _checked_config(
+    config = checked_config(
         entry, facts(entry) if entry else None, context.get("config_name"),
         context.get("config_check"),
     )  # fmt: skip
     sem = semantics(version)
     if config == "ppo_trainer":
-        config = _engine_config(list(overrides), sem)
+        config = engine_config(list(overrides), sem)
     if not config:
         return []
-    accepted = _accepted(sem, config, tuple(context.get("config_keys") or ()))
+    accepted = accepted_keys(sem, config, tuple(context.get("config_keys") or ()))
     own_entry = entry is None or str(entry).startswith("verl.")
     out: list[Rewrite] = []
     for _, item, why in rejected_overrides(list(overrides), accepted):
-        prefix, key = _override_key(item)
+        prefix, key = override_key(item)
         if prefix or not why.startswith("Could not override"):
             continue
         parent = _open_parent(key, accepted, sem.release, config)
