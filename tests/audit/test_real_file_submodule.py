@@ -6,7 +6,8 @@ fork's version file at the gitlink commit (``derive.find_pin``), and the scorer 
 such a checkout holds for the pinned reading, the fork's code (``submodule_code``) and its
 Hydra config folder (``vendored_config``), whose keys the launch may override. Synthetic
 repositories of the same shape: a fork adding one data key, a project launching
-``verl.trainer.main_ppo`` from ``scripts/train/``.
+``verl.trainer.main_ppo`` from ``scripts/train/``. The checkout also gets the ``.git``
+folder a clone has (empty, so not a repository to git).
 """
 
 from __future__ import annotations
@@ -181,3 +182,23 @@ def test_a_project_without_a_submodule_pin_gets_no_submodule_files(tmp_path: Pat
     assert scorer.submodule_source(item) is None
     assert scorer.submodule_code(item) == []
     assert scorer.vendored_config(mirrors, item, tmp_path / "checkout") == 0
+
+
+def test_the_checkout_has_an_empty_git_folder_git_does_not_read(tmp_path: Path) -> None:
+    """A clone has ``.git``, and the audit looks a script up by its path's suffix only inside
+    a checkout (R1-V's ``src/scripts`` launches): the scorer's checkout gets an empty one,
+    which git does not take for a repository."""
+    import audit_real_files as scorer
+
+    mirrors, _ = _repos(tmp_path)
+    dest = tmp_path / "checkout"
+    scorer.materialise_item(mirrors, _item(mirrors), dest)
+    assert (dest / ".git").is_dir()
+    assert not any((dest / ".git").iterdir())
+    inside = subprocess.run(
+        ["git", "-C", str(dest), "rev-parse", "--is-inside-work-tree"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert inside.returncode != 0, inside.stdout
