@@ -389,21 +389,36 @@ def appended_existing(overrides: Any, version: str | None, context: Mapping[str,
     config name and keys)."""
     if not isinstance(overrides, (list, tuple)):
         return []
-    entry = context.get("entry")
-    trainer_facts = facts(entry) if entry else None
-    config = checked_config(
-        entry, trainer_facts, context.get("config_name"), context.get("config_check")
-    )
-    if config == "ppo_trainer":
-        config = engine_config(list(overrides), semantics(version))
-    if config is None:
+    checked = checked_keys(overrides, version, context)
+    if checked is None:
         return []
-    accepted = accepted_keys(semantics(version), config, tuple(context.get("config_keys") or ()))
+    _, accepted = checked
     return [
         override_key(item)[1]
         for _, item, why in rejected_overrides(list(overrides), accepted)
         if why.startswith(APPEND_EXISTING)
     ]
+
+
+def checked_keys(
+    overrides: list[str] | tuple[str, ...], version: str | None, context: Mapping[str, Any]
+) -> tuple[str, frozenset[str]] | None:
+    """The recorded config a launch's ``overrides`` are checked against in ``version`` (the
+    entry's, the ``model_engine`` choice applied) and the keys they may name there
+    (:func:`accepted_keys`, with the launch's own composed keys); None when the overrides are
+    not checked. ``context`` is the reader's: entry, composed config name and keys."""
+    entry = context.get("entry")
+    config = checked_config(
+        entry, facts(entry) if entry else None, context.get("config_name"),
+        context.get("config_check"),
+    )  # fmt: skip
+    if config == "ppo_trainer":
+        config = engine_config(list(overrides), semantics(version))
+    if config is None:
+        return None
+    return config, accepted_keys(
+        semantics(version), config, tuple(context.get("config_keys") or ())
+    )
 
 
 def accepted_keys(sem: VerlSemantics, config: str, extra: tuple[str, ...]) -> frozenset[str]:

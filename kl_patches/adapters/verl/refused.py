@@ -66,23 +66,17 @@ class Rewrite:
 def rewrites(overrides: Any, version: str | None, context: Mapping[str, Any]) -> list[Rewrite]:
     """The rewrites of ``overrides``' plain ``key=value`` items that the release read as
     ``version`` refuses (``context`` is the reader's: entry, composed config name and keys)."""
-    from .entries import facts
-    from .read import accepted_keys, checked_config, engine_config, override_key, rejected_overrides
+    from .read import checked_keys, override_key, rejected_overrides
     from .semantics import semantics
 
     if not isinstance(overrides, (list, tuple)):
         return []
-    entry = context.get("entry")
-    config = checked_config(
-        entry, facts(entry) if entry else None, context.get("config_name"),
-        context.get("config_check"),
-    )  # fmt: skip
-    sem = semantics(version)
-    if config == "ppo_trainer":
-        config = engine_config(list(overrides), sem)
-    if not config:
+    checked = checked_keys(overrides, version, context)
+    if checked is None:
         return []
-    accepted = accepted_keys(sem, config, tuple(context.get("config_keys") or ()))
+    config, accepted = checked
+    sem = semantics(version)
+    entry = context.get("entry")
     own_entry = entry is None or str(entry).startswith("verl.")
     out: list[Rewrite] = []
     for _, item, why in rejected_overrides(list(overrides), accepted):
