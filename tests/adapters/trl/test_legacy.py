@@ -27,12 +27,12 @@ trl = pytest.importorskip("trl")
 INSTALLED = versions.installed_version()  # 0.22.0's trl.__version__ is "unknown"
 NATIVE = versions.patch_mode(INSTALLED) == "native"
 needs_native = pytest.mark.legacy_trl
-((_FIRST, _LAST, _),) = versions.REFERENCE_IN_LOSS  # one range of releases
-FORCED = f">={_FIRST},<={_LAST}"
-"""The releases where the patch forces TRL's policy scoring forward (0.18)."""
 """Tests of the releases patched through ``beta`` and a reward function (0.14-0.26): the compat
 steps of those releases run them; the ``trl`` session (TRL 1.16, on the hooks) deselects them
 (``-m "not legacy_trl"``), and on a hooks release they fail instead of passing vacuously."""
+((_FIRST, _LAST, _),) = versions.REFERENCE_IN_LOSS  # one range of releases
+FORCED = f">={_FIRST},<={_LAST}"
+"""The releases where the patch forces TRL's policy scoring forward (0.18)."""
 
 
 @pytest.fixture(autouse=True)
